@@ -1,0 +1,191 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import { JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
+import { context, SpanStatusCode, trace, type Context, type Tracer } from "@opentelemetry/api";
+import {
+  AnnotateResponseSchema,
+  ErrorCode,
+  WorkItemSchema,
+  type AnnotateResponse,
+  type WorkRequest,
+} from "@shoal/proto";
+import type { Catalog, ModelEntry } from "@shoal/config";
+import { Headers, workSubject } from "@shoal/jetstream";
+import { injectContext, natsHeaderCarrier, type Logger } from "@shoal/telemetry";
+import { estimatingTokenCounter, loadTokenCounter, type TokenCounter } from "./token-counter.js";
+import { lengthBucket, planParts } from "./plan.js";
+
+export interface AnnotatorOptions {
+  readonly catalog: Catalog;
+  readonly js: JetStreamClient;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+  /**
+   * Largest `inputs × longest input` one queued part may carry, so any part fits one batch.
+   * @default 8192
+   */
+  readonly partMaxPaddedTokens?: number;
+  /** @default 64 */
+  readonly partMaxInputs?: number;
+  /** Length-bucket edges in tokens; the model's maximum closes the list. @default [16, 32, 64, 128, 256, 512] */
+  readonly bucketEdges?: readonly number[];
+  /** How long to wait for JetStream to store a part. @default 5000 */
+  readonly publishTimeoutMs?: number;
+}
+
+/** Something that turns an accepted request into queued work: in process, or over NATS. */
+export interface Annotate {
+  annotate(request: WorkRequest, ctx: Context): Promise<AnnotateResponse>;
+}
+
+/**
+ * Looks at a request's shape, counts tokens per input with the model's tokenizer, cuts the
+ * request into parts that each fit one batch, assigns each a length bucket and publishes them
+ * to the work stream. It never waits on compute, so it scales out horizontally.
+ */
+export class Annotator implements Annotate {
+  readonly #options: Required<AnnotatorOptions>;
+  readonly #counters = new Map<string, Promise<TokenCounter>>();
+
+  constructor(options: AnnotatorOptions) {
+    this.#options = {
+      ...options,
+      partMaxPaddedTokens: options.partMaxPaddedTokens ?? 8192,
+      partMaxInputs: options.partMaxInputs ?? 64,
+      bucketEdges: options.bucketEdges ?? [16, 32, 64, 128, 256, 512],
+      publishTimeoutMs: options.publishTimeoutMs ?? 5000,
+    };
+  }
+
+  async annotate(request: WorkRequest, parent: Context): Promise<AnnotateResponse> {
+    const span = this.#options.tracer.startSpan(
+      "annotate",
+      { attributes: { "shoal.request_id": request.requestId, "shoal.model": request.model } },
+      parent,
+    );
+    const ctx = trace.setSpan(parent, span);
+    try {
+      const response = await context.with(ctx, () => this.#annotate(request, ctx));
+      if (response.error !== undefined) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: response.error.message });
+      }
+      span.setAttribute("shoal.parts", response.parts);
+      span.setAttribute("shoal.estimated_tokens", response.estimatedTokens);
+      return response;
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  async #annotate(request: WorkRequest, ctx: Context): Promise<AnnotateResponse> {
+    const model = this.#options.catalog.find(request.model);
+    if (model === undefined) {
+      return failure(ErrorCode.NOT_FOUND, `model "${request.model}" is not served here`);
+    }
+    if (request.task.case !== "embed") {
+      return failure(ErrorCode.INVALID_ARGUMENT, "request carries no task");
+    }
+    const { inputs, truncate } = request.task.value;
+    const counter = await this.#counter(model);
+    const plan = planParts(
+      inputs.map((text) => counter.count(text)),
+      {
+        maxInputTokens: model.maxInputTokens,
+        maxPaddedTokens: this.#options.partMaxPaddedTokens,
+        maxInputs: this.#options.partMaxInputs,
+      },
+    );
+    // An estimate can only reject what is certainly too long; exact counts reject precisely.
+    const first = plan.overLength[0];
+    if (!truncate && first !== undefined && counter.kind === "exact") {
+      return failure(
+        ErrorCode.INVALID_ARGUMENT,
+        `input ${first} is longer than the model's ${model.maxInputTokens} tokens and truncate is false`,
+      );
+    }
+    const enqueued = BigInt(Date.now());
+    const edges = [
+      ...this.#options.bucketEdges.filter((e) => e < model.maxInputTokens),
+      model.maxInputTokens,
+    ];
+    const published = await Promise.allSettled(
+      plan.parts.map(async (part, index) => {
+        const item = create(WorkItemSchema, {
+          requestId: request.requestId,
+          part: index,
+          parts: plan.parts.length,
+          model: model.id,
+          priority: request.priority,
+          deadlineUnixMs: request.deadlineUnixMs,
+          replySubject: request.replySubject,
+          enqueuedUnixMs: enqueued,
+          firstInput: part.firstInput,
+          maxInputTokens: part.maxInputTokens,
+          totalTokens: part.totalTokens,
+          task: {
+            case: "embed",
+            value: {
+              inputs: inputs.slice(part.firstInput, part.firstInput + part.inputs),
+              truncate,
+            },
+          },
+        });
+        const hdrs = natsHeaders();
+        hdrs.set(Headers.requestId, request.requestId);
+        injectContext(ctx, natsHeaderCarrier(hdrs));
+        await this.#options.js.publish(
+          workSubject(model.key, lengthBucket(part.maxInputTokens, edges)),
+          toBinary(WorkItemSchema, item),
+          {
+            msgID: `${request.requestId}:${index}`,
+            headers: hdrs,
+            timeout: this.#options.publishTimeoutMs,
+          },
+        );
+      }),
+    );
+    const refused = published.find((r) => r.status === "rejected");
+    if (refused !== undefined) {
+      if (isStreamFull(refused.reason)) {
+        return failure(ErrorCode.RESOURCE_EXHAUSTED, "the work queue is full; retry shortly");
+      }
+      throw refused.reason;
+    }
+    return create(AnnotateResponseSchema, {
+      parts: plan.parts.length,
+      estimatedTokens: plan.totalTokens,
+    });
+  }
+
+  #counter(model: ModelEntry): Promise<TokenCounter> {
+    let counter = this.#counters.get(model.id);
+    if (counter === undefined) {
+      counter = loadTokenCounter(model.dir).catch((err: unknown) => {
+        this.#options.logger.warn(
+          { model: model.id, err },
+          "tokenizer unavailable; estimating token counts",
+        );
+        return estimatingTokenCounter();
+      });
+      this.#counters.set(model.id, counter);
+    }
+    return counter;
+  }
+}
+
+/**
+ * The work stream discards new messages at its byte or count limit; the client should back off,
+ * which is what RESOURCE_EXHAUSTED/429 tells it. Parts stored before the refusal still run;
+ * their answers find no held request at ingress and are dropped.
+ */
+function isStreamFull(err: unknown): boolean {
+  return err instanceof JetStreamApiError && /maximum (bytes|messages)/i.test(err.message);
+}
+
+function failure(code: ErrorCode, message: string): AnnotateResponse {
+  return create(AnnotateResponseSchema, { error: { code, message } });
+}

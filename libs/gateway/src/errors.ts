@@ -1,0 +1,66 @@
+/**
+ * What can go wrong with a request, in domain terms. Ingress translates these to gRPC/Connect
+ * codes and HTTP statuses in exactly one table; messages here are safe to show to clients,
+ * causes are only logged.
+ */
+export abstract class RequestError extends Error {
+  abstract readonly kind:
+    | "invalid_argument"
+    | "not_found"
+    | "deadline_exceeded"
+    | "resource_exhausted"
+    | "payload_too_large"
+    | "unavailable"
+    | "internal";
+}
+
+export class InvalidArgumentError extends RequestError {
+  override readonly name = "InvalidArgumentError";
+  readonly kind = "invalid_argument";
+}
+
+export class ModelNotFoundError extends RequestError {
+  override readonly name = "ModelNotFoundError";
+  readonly kind = "not_found";
+  constructor(
+    readonly model: string,
+    readonly available: readonly string[],
+  ) {
+    super(`model "${model}" is not served here; available: ${available.join(", ")}`);
+  }
+}
+
+export class DeadlineExceededError extends RequestError {
+  override readonly name = "DeadlineExceededError";
+  readonly kind = "deadline_exceeded";
+}
+
+export class OverloadedError extends RequestError {
+  override readonly name = "OverloadedError";
+  readonly kind = "resource_exhausted";
+  constructor(
+    message: string,
+    /** When a retry has a fair chance, in seconds (`Retry-After`). */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
+export class UnavailableError extends RequestError {
+  override readonly name = "UnavailableError";
+  readonly kind = "unavailable";
+}
+
+export class InternalError extends RequestError {
+  override readonly name = "InternalError";
+  readonly kind = "internal";
+}
+
+export class PayloadTooLargeError extends RequestError {
+  override readonly name = "PayloadTooLargeError";
+  readonly kind = "payload_too_large";
+  constructor(readonly limitBytes: number) {
+    super(`request body is larger than the ${limitBytes}-byte limit`);
+  }
+}

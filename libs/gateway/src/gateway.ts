@@ -1,0 +1,226 @@
+import { randomUUID } from "node:crypto";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Context } from "@opentelemetry/api";
+import {
+  Priority,
+  WorkRequestSchema,
+  WorkResultSchema,
+  type WorkRequest,
+  type WorkResult,
+} from "@shoal/proto";
+import type { Annotate } from "@shoal/annotation";
+import type { Catalog, ModelEntry } from "@shoal/config";
+import { replySubject } from "@shoal/jetstream";
+import type { Logger } from "@shoal/telemetry";
+import {
+  DeadlineExceededError,
+  InternalError,
+  OverloadedError,
+  UnavailableError,
+  type RequestError,
+} from "./errors.js";
+import { PendingRequests, type Held } from "./pending.js";
+import { validateEmbed, type EmbedLimits } from "./validate.js";
+import { fromWorkError } from "./work-errors.js";
+
+export interface GatewayOptions {
+  readonly nc: NatsConnection;
+  readonly annotator: Annotate;
+  readonly catalog: Catalog;
+  readonly logger: Logger;
+  /** Names this process's reply subject. @default a random id */
+  readonly ingressId?: string;
+  /** Deadline for requests whose client set none. @default 30000 */
+  readonly defaultTimeoutMs?: number;
+  /** Longest deadline a client may ask for. @default 300000 */
+  readonly maxTimeoutMs?: number;
+  /** Requests held at once; past it new ones are refused with RESOURCE_EXHAUSTED. @default 10000 */
+  readonly maxPending?: number;
+  readonly limits?: Partial<EmbedLimits>;
+}
+
+export interface EmbedCall {
+  readonly model: string;
+  readonly inputs: readonly string[];
+  /** @default true */
+  readonly truncate?: boolean;
+  readonly priority?: Priority;
+  /** Time the client allows, from its own deadline; clamped to `maxTimeoutMs`. */
+  readonly timeoutMs?: number;
+}
+
+/** Where one request's time went, in microseconds. Parts run in parallel: the slowest counts. */
+export interface RequestTimings {
+  readonly annotateUs: number;
+  readonly queueUs: number;
+  readonly batchUs: number;
+  readonly computeUs: number;
+  readonly totalUs: number;
+}
+
+export interface EmbedOutcome {
+  readonly requestId: string;
+  readonly model: ModelEntry;
+  readonly dim: number;
+  /** `inputs × dim` float32 little-endian, in input order. */
+  readonly embeddings: Uint8Array;
+  readonly tokens: readonly number[];
+  readonly truncated: readonly boolean[];
+  readonly timings: RequestTimings;
+}
+
+/**
+ * The ingress side of the pipeline: validates a request, hands it to the annotator (which
+ * queues it), holds it until every part is answered on this process's reply subject, and
+ * reassembles the answer. Waiting is a promise per request, so no request blocks another.
+ */
+export class Gateway {
+  readonly #options: GatewayOptions;
+  readonly #pending = new PendingRequests();
+  readonly #replySubject: string;
+  readonly #limits: EmbedLimits;
+  #subscription: Subscription | undefined;
+
+  private constructor(options: GatewayOptions) {
+    this.#options = options;
+    this.#replySubject = replySubject(options.ingressId ?? randomUUID().replaceAll("-", ""));
+    this.#limits = {
+      maxInputs: options.limits?.maxInputs ?? 2048,
+      maxInputChars: options.limits?.maxInputChars ?? 1_000_000,
+    };
+  }
+
+  /** Subscribes to the reply subject before any request can be queued. */
+  static async start(options: GatewayOptions): Promise<Gateway> {
+    const gateway = new Gateway(options);
+    gateway.#subscription = options.nc.subscribe(gateway.#replySubject, {
+      callback: (err, msg) => {
+        if (err !== null) {
+          options.logger.error({ err }, "reply subscription failed");
+          return;
+        }
+        gateway.#onReply(msg.data);
+      },
+    });
+    await options.nc.flush();
+    return gateway;
+  }
+
+  get catalog(): Catalog {
+    return this.#options.catalog;
+  }
+
+  /** Requests held right now. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  /** Answers dropped because their part had already been answered (redeliveries). */
+  get duplicateAnswers(): number {
+    return this.#pending.duplicates;
+  }
+
+  async embed(call: EmbedCall, ctx: Context): Promise<EmbedOutcome> {
+    const started = performance.now();
+    const model = validateEmbed(this.#options.catalog, call.model, call.inputs, this.#limits);
+    const maxPending = this.#options.maxPending ?? 10_000;
+    if (this.#pending.size >= maxPending) {
+      throw new OverloadedError(`ingress holds ${maxPending} requests; retry shortly`, 1);
+    }
+    const timeoutMs = Math.min(
+      call.timeoutMs ?? this.#options.defaultTimeoutMs ?? 30_000,
+      this.#options.maxTimeoutMs ?? 300_000,
+    );
+    if (timeoutMs <= 0) throw new DeadlineExceededError("deadline already passed");
+    const requestId = randomUUID();
+    const request = create(WorkRequestSchema, {
+      requestId,
+      model: model.id,
+      priority: call.priority ?? Priority.NORMAL,
+      deadlineUnixMs: BigInt(Date.now() + timeoutMs),
+      replySubject: this.#replySubject,
+      task: { case: "embed", value: { inputs: [...call.inputs], truncate: call.truncate ?? true } },
+    });
+    const held = this.#pending.hold(
+      requestId,
+      timeoutMs,
+      () => new DeadlineExceededError(`no answer within ${timeoutMs} ms`),
+    );
+    await this.#queue(request, held, ctx);
+    const annotated = performance.now();
+    const assembled = await held.answer;
+    const dim = assembled.parts[0]?.dim ?? model.dimensions;
+    const slowest = (
+      pick: (t: NonNullable<(typeof assembled.timings)[number]>) => number,
+    ): number => Math.max(0, ...assembled.timings.map((t) => (t === undefined ? 0 : pick(t))));
+    return {
+      requestId,
+      model,
+      dim,
+      embeddings: concat(assembled.parts.map((p) => p.embeddings)),
+      tokens: assembled.parts.flatMap((p) => p.tokens),
+      truncated: assembled.parts.flatMap((p) => p.truncated),
+      timings: {
+        annotateUs: Math.round((annotated - started) * 1000),
+        queueUs: slowest((t) => t.queueUs),
+        batchUs: slowest((t) => t.batchUs),
+        computeUs: slowest((t) => t.computeUs),
+        totalUs: Math.round((performance.now() - started) * 1000),
+      },
+    };
+  }
+
+  /**
+   * Hands the request to the annotator. Failures end the held request, so the caller's one
+   * await on the answer sees every outcome.
+   */
+  async #queue(request: WorkRequest, held: Held, ctx: Context): Promise<void> {
+    try {
+      const annotation = await this.#options.annotator.annotate(request, ctx);
+      if (annotation.error === undefined) held.expect(annotation.parts);
+      else this.#pending.fail(request.requestId, fromWorkError(annotation.error));
+    } catch (cause) {
+      this.#options.logger.error(
+        { err: cause, request_id: request.requestId },
+        "annotation failed",
+      );
+      this.#pending.fail(
+        request.requestId,
+        new UnavailableError("work queue unavailable", { cause }),
+      );
+    }
+  }
+
+  /** Stops taking answers and fails what is still held. */
+  async close(): Promise<void> {
+    this.#subscription?.unsubscribe();
+    this.#pending.failAll(() => new UnavailableError("ingress is shutting down"));
+    await Promise.resolve();
+  }
+
+  #onReply(data: Uint8Array): void {
+    let result: WorkResult;
+    try {
+      result = fromBinary(WorkResultSchema, data);
+    } catch (err) {
+      this.#options.logger.warn({ err }, "malformed work result dropped");
+      return;
+    }
+    this.#pending.settle(result, (r): RequestError | undefined => {
+      if (r.outcome.case === "error") return fromWorkError(r.outcome.value);
+      if (r.outcome.case !== "embed") return new InternalError("worker sent an empty result");
+      return undefined;
+    });
+  }
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

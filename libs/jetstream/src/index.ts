@@ -1,0 +1,23 @@
+/**
+ * Shoal's JetStream topology: subjects, the work stream and per-model consumers, and the pull
+ * primitive workers build their batches from.
+ */
+export {
+  ANNOTATE_SUBJECT,
+  ANNOTATOR_QUEUE,
+  WORK_PREFIX,
+  modelWorkFilter,
+  replySubject,
+  workSubject,
+} from "./subjects.js";
+export { Headers } from "./headers.js";
+export {
+  WORK_STREAM,
+  ensureModelConsumer,
+  ensureWorkStream,
+  modelConsumerName,
+} from "./topology.js";
+export type { WorkConsumerOptions, WorkStreamOptions } from "./topology.js";
+export { pull } from "./pull.js";
+export type { PullRequest } from "./pull.js";
+export { WorkMessage, parseAckSubject } from "./work-message.js";

@@ -1,0 +1,59 @@
+import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { WorkMessage } from "./work-message.js";
+
+export interface PullRequest {
+  /** Most messages to take. */
+  readonly batch: number;
+  /**
+   * How long the server may hold the request open waiting for the first messages. Omit for
+   * `no_wait`: take only what is queued right now, which is how a worker tops up a batch
+   * without pulling work it cannot start at once.
+   */
+  readonly expiresMs?: number;
+}
+
+/**
+ * One raw JetStream pull (`$JS.API.CONSUMER.MSG.NEXT`). The client libraries' fetch cannot
+ * express "only what is already queued" and holds requests open for at least a second, while a
+ * batch former needs exactly that to avoid over-pulling; the API itself supports it.
+ *
+ * Resolves when `batch` messages arrived, or the server ended the request with a status
+ * (404 no messages, 408 expired, 409 limits), or `expiresMs` plus a grace period passed.
+ */
+export async function pull(
+  nc: NatsConnection,
+  stream: string,
+  consumer: string,
+  request: PullRequest,
+): Promise<WorkMessage[]> {
+  const inbox = createInbox();
+  const messages: WorkMessage[] = [];
+  const sub = nc.subscribe(inbox, { max: request.batch + 1 });
+  const body =
+    request.expiresMs === undefined
+      ? { batch: request.batch, no_wait: true }
+      : { batch: request.batch, expires: request.expiresMs * 1e6 };
+  const guardMs = (request.expiresMs ?? 0) + 2_000;
+  const guard = setTimeout(() => {
+    sub.unsubscribe();
+  }, guardMs);
+  try {
+    nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(body), {
+      reply: inbox,
+    });
+    for await (const msg of sub) {
+      if (isStatus(msg)) break;
+      messages.push(new WorkMessage(nc, msg));
+      if (messages.length >= request.batch) break;
+    }
+  } finally {
+    clearTimeout(guard);
+    sub.unsubscribe();
+  }
+  return messages;
+}
+
+/** Status messages (no payload, a `Status` header) end a pull; heartbeats (100) do not occur. */
+function isStatus(msg: Msg): boolean {
+  return msg.data.length === 0 && msg.headers !== undefined && msg.headers.code > 0;
+}

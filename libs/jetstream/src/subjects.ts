@@ -1,0 +1,33 @@
+/**
+ * Subject layout. Work is addressed by model and length bucket so a worker can pull a batch of
+ * similar lengths (less padding); answers go to the ingress replica holding the client.
+ *
+ *   shoal.work.v1.<model-key>.b<bucket>   JetStream, stream SHOAL_WORK
+ *   shoal.reply.v1.<ingress-id>           core NATS, one subscription per ingress process
+ *   shoal.annotate.v1                     core NATS request/reply, queue group "annotator"
+ */
+export const WORK_PREFIX = "shoal.work.v1";
+export const ANNOTATE_SUBJECT = "shoal.annotate.v1";
+export const ANNOTATOR_QUEUE = "annotator";
+
+const TOKEN = /^[A-Za-z0-9_-]+$/;
+
+/** Subject of a work item for `modelKey` whose longest input falls in `bucket` (tokens). */
+export function workSubject(modelKey: string, bucket: number): string {
+  return `${WORK_PREFIX}.${checkToken(modelKey)}.b${bucket}`;
+}
+
+/** Filter that matches all of a model's work, whatever the bucket. */
+export function modelWorkFilter(modelKey: string): string {
+  return `${WORK_PREFIX}.${checkToken(modelKey)}.>`;
+}
+
+/** Where one ingress process receives the answers to the requests it holds. */
+export function replySubject(ingressId: string): string {
+  return `shoal.reply.v1.${checkToken(ingressId)}`;
+}
+
+function checkToken(token: string): string {
+  if (!TOKEN.test(token)) throw new Error(`"${token}" is not a valid NATS subject token`);
+  return token;
+}

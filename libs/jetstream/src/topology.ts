@@ -1,0 +1,106 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import { WORK_PREFIX, modelWorkFilter } from "./subjects.js";
+
+export interface WorkStreamOptions {
+  /** @default "SHOAL_WORK" */
+  readonly name?: string;
+  /** Bound on queued bytes; past it publishes are refused (backpressure). @default 1 GiB */
+  readonly maxBytes?: number;
+  /** Bound on queued items. @default 1_000_000 */
+  readonly maxMessages?: number;
+  /** Work older than this is dropped by the server; deadlines are far shorter. @default 10 min */
+  readonly maxAgeMs?: number;
+  /** Window in which a repeated `Nats-Msg-Id` is stored once. @default 2 min */
+  readonly duplicateWindowMs?: number;
+}
+
+export interface WorkConsumerOptions {
+  /**
+   * Time a pulled item may stay unacked before JetStream redelivers it. This is how work held
+   * by a worker that died comes back, so it bounds recovery time; workers send in-progress
+   * for long work. @default 30 s
+   */
+  readonly ackWaitMs?: number;
+  /** Bound on unacked items across all workers of the model. @default 10_000 */
+  readonly maxAckPending?: number;
+}
+
+export const WORK_STREAM = "SHOAL_WORK";
+
+/** Creates or updates the work-queue stream every model's work goes through. */
+export async function ensureWorkStream(
+  jsm: JetStreamManager,
+  options: WorkStreamOptions = {},
+): Promise<string> {
+  const name = options.name ?? WORK_STREAM;
+  const config = {
+    name,
+    subjects: [`${WORK_PREFIX}.>`],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    discard: DiscardPolicy.New,
+    max_bytes: options.maxBytes ?? 1024 ** 3,
+    max_msgs: options.maxMessages ?? 1_000_000,
+    max_age: nanos(options.maxAgeMs ?? 10 * 60_000),
+    duplicate_window: nanos(options.duplicateWindowMs ?? 2 * 60_000),
+    num_replicas: 1,
+  };
+  try {
+    await jsm.streams.info(name);
+    await jsm.streams.update(name, config);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.streams.add(config);
+  }
+  return name;
+}
+
+/** The durable name of the consumer shared by every worker that serves `modelKey`. */
+export function modelConsumerName(modelKey: string): string {
+  return `work-${modelKey}`;
+}
+
+/**
+ * Creates or updates the durable pull consumer for one model. All workers that hold the model
+ * pull from it, so the queue, not a router, decides who gets the next item.
+ */
+export async function ensureModelConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  modelKey: string,
+  options: WorkConsumerOptions = {},
+): Promise<string> {
+  const name = modelConsumerName(modelKey);
+  const config = {
+    durable_name: name,
+    filter_subject: modelWorkFilter(modelKey),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(options.ackWaitMs ?? 30_000),
+    // Unlimited on the server: an item the server stops redelivering is lost without a word to
+    // its client. Workers count deliveries and answer an item they give up on with its error.
+    max_deliver: -1,
+    max_ack_pending: options.maxAckPending ?? 10_000,
+  };
+  try {
+    await jsm.consumers.info(stream, name);
+    await jsm.consumers.update(stream, name, config);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.consumers.add(stream, config);
+  }
+  return name;
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.status === 404;
+}

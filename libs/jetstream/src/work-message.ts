@@ -1,0 +1,88 @@
+import type { Msg, MsgHdrs, NatsConnection } from "@nats-io/transport-node";
+
+/**
+ * A JetStream message pulled for work, with the acknowledgement protocol spelled out. Shoal
+ * pulls with raw `MSG.NEXT` requests (see `pull.ts`), so it acks by publishing the protocol's
+ * tokens to the message's reply subject, exactly as the client libraries do.
+ */
+export class WorkMessage {
+  readonly data: Uint8Array;
+  readonly headers: MsgHdrs | undefined;
+  readonly subject: string;
+  /** 1 on first delivery; above 1 when redelivered after a NAK or an expired ack wait. */
+  readonly deliveryCount: number;
+  /** Sequence in the stream; stable across redeliveries. */
+  readonly streamSequence: number;
+  readonly #reply: string;
+  readonly #nc: NatsConnection;
+  #settled = false;
+
+  constructor(nc: NatsConnection, msg: Msg) {
+    if (msg.reply === undefined) throw new Error("JetStream message without an ack subject");
+    this.#nc = nc;
+    this.#reply = msg.reply;
+    this.data = msg.data;
+    this.headers = msg.headers;
+    this.subject = msg.subject;
+    const info = parseAckSubject(msg.reply);
+    this.deliveryCount = info.deliveryCount;
+    this.streamSequence = info.streamSequence;
+  }
+
+  /** Whether ack, nak or term was already sent; a settled message takes no further acks. */
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** Done: removes the item from the work queue. Call only after its answer is published. */
+  ack(): void {
+    this.#settle("+ACK");
+  }
+
+  /** Put back for redelivery, after `delayMs` when given. */
+  nak(delayMs?: number): void {
+    this.#settle(
+      delayMs === undefined ? "-NAK" : `-NAK ${JSON.stringify({ delay: delayMs * 1e6 })}`,
+    );
+  }
+
+  /** Still working: restarts the ack wait so a long item is not redelivered meanwhile. */
+  working(): void {
+    if (!this.#settled) this.#nc.publish(this.#reply, "+WPI");
+  }
+
+  /** Never redeliver (poison or already answered); the reason is kept in the advisory. */
+  term(reason: string): void {
+    this.#settle(`+TERM ${reason}`);
+  }
+
+  #settle(token: string): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#nc.publish(this.#reply, token);
+  }
+}
+
+interface AckInfo {
+  readonly deliveryCount: number;
+  readonly streamSequence: number;
+}
+
+/**
+ * Reads delivery count and stream sequence from an ack subject. Two layouts exist:
+ * `$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>` and the newer one with
+ * domain and account hash after `$JS.ACK` (and a trailing token).
+ */
+export function parseAckSubject(subject: string): AckInfo {
+  const tokens = subject.split(".");
+  if (tokens[0] !== "$JS" || tokens[1] !== "ACK") {
+    throw new Error(`not a JetStream ack subject: ${subject}`);
+  }
+  const offset = tokens.length === 9 ? 4 : tokens.length >= 11 ? 6 : -1;
+  const delivered = Number(tokens[offset]);
+  const sequence = Number(tokens[offset + 1]);
+  if (offset < 0 || !Number.isSafeInteger(delivered) || !Number.isSafeInteger(sequence)) {
+    throw new Error(`unrecognised JetStream ack subject: ${subject}`);
+  }
+  return { deliveryCount: delivered, streamSequence: sequence };
+}

@@ -1,0 +1,316 @@
+import { createConnection, type Socket } from "node:net";
+import { encodeFrame, FRAME_HEADER_BYTES, FrameDecoder, type FrameBody } from "./frame.js";
+import { FrameTooLargeError } from "./frame-too-large-error.js";
+import {
+  checkTimeout,
+  compileSidecarClientOptions,
+  type CompiledSidecarClientOptions,
+  type SidecarClientOptions,
+} from "./options.js";
+import {
+  parseEmbed,
+  parseEnvelope,
+  parseHealth,
+  parseLoad,
+  parseStats,
+  parseUnload,
+  type EmbedResult,
+  type HealthResult,
+  type LoadResult,
+  type StatsResult,
+  type UnloadResult,
+} from "./responses.js";
+import { SidecarProtocolError } from "./sidecar-protocol-error.js";
+import { SidecarTimeoutError } from "./sidecar-timeout-error.js";
+import { SidecarUnavailableError } from "./sidecar-unavailable-error.js";
+
+/** Per-call options every method accepts. */
+export interface CallOptions {
+  /**
+   * W3C trace context of the caller's span; the sidecar makes its span for this request a child
+   * of it, so the request's trace continues across the socket.
+   */
+  readonly traceparent?: string;
+  /** Overrides the client's `requestTimeoutMs` for this call. */
+  readonly timeoutMs?: number;
+}
+
+/** Arguments of {@link SidecarClient.embed}. */
+export interface EmbedRequest extends CallOptions {
+  /** A resident model. */
+  readonly model: string;
+  /** The texts to embed; the sidecar enforces its own `--max-batch-items` and refuses an empty list. */
+  readonly inputs: readonly string[];
+  /**
+   * Cut inputs longer than the model's limit (`true`) or refuse them with `input_too_long`.
+   * Left unset, the sidecar's default (`true`) applies.
+   */
+  readonly truncate?: boolean;
+  /**
+   * One W3C context per distinct request in the batch, so each request's trace records the
+   * compute it shared with the others.
+   */
+  readonly traceparents?: readonly string[];
+}
+
+interface Pending {
+  readonly op: string;
+  readonly resolve: (body: FrameBody) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+const MAX_ID = 0xffff_ffff;
+
+/**
+ * The worker's connection to its sidecar (docs/sidecar-protocol.md).
+ *
+ * One connection carries every request: each gets a fresh numeric id, responses are matched by
+ * id in whatever order they come, so a long batch on one model never holds up `stats` or a batch
+ * on another. Each request has its own timeout. When the connection ends, every request in
+ * flight fails at once with {@link SidecarUnavailableError}: none of them can be answered any more,
+ * and the worker must learn that now rather than one timeout later.
+ *
+ * Writes are not throttled: the worker bounds the work it holds, and so the bytes in flight.
+ */
+export class SidecarClient {
+  readonly #socket: Socket;
+  readonly #options: CompiledSidecarClientOptions;
+  readonly #decoder: FrameDecoder;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+  /** Set once the connection is unusable; every later call fails with it. */
+  #reason: SidecarUnavailableError | undefined;
+  #socketError: Error | undefined;
+  #closedByClient = false;
+  readonly #closed: Promise<Error | undefined>;
+
+  /**
+   * Connects to the sidecar's socket.
+   *
+   * @throws RangeError or TypeError when `options` are invalid.
+   * @throws SidecarUnavailableError when nothing accepts on `socketPath`.
+   */
+  static connect(options: SidecarClientOptions): Promise<SidecarClient> {
+    return new Promise((resolve, reject) => {
+      // Inside the executor, so invalid options reject like every other failure here.
+      const compiled = compileSidecarClientOptions(options);
+      const socket = createConnection({ path: compiled.socketPath });
+      const onError = (error: Error): void => {
+        socket.destroy();
+        reject(
+          new SidecarUnavailableError(
+            `cannot connect to the sidecar at ${compiled.socketPath}: ${error.message}`,
+            { cause: error },
+          ),
+        );
+      };
+      socket.once("error", onError);
+      socket.once("connect", () => {
+        socket.off("error", onError);
+        resolve(new SidecarClient(socket, compiled));
+      });
+    });
+  }
+
+  private constructor(socket: Socket, options: CompiledSidecarClientOptions) {
+    this.#socket = socket;
+    this.#options = options;
+    this.#decoder = new FrameDecoder({ maxFrameBytes: options.maxFrameBytes });
+    this.#closed = new Promise((resolve) => {
+      socket.once("close", () => {
+        const reason =
+          this.#reason ??
+          new SidecarUnavailableError(
+            `the sidecar at ${options.socketPath} closed the connection`,
+            {
+              cause: this.#socketError,
+            },
+          );
+        this.#reason = reason;
+        this.#rejectAll(reason);
+        resolve(this.#closedByClient ? undefined : reason);
+      });
+    });
+    socket.on("error", (error) => {
+      this.#socketError = error;
+    });
+    socket.on("data", (chunk: Buffer) => {
+      // A plain view rather than the Buffer subclass, so `bin` fields reach callers as Uint8Array.
+      this.#onData(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    });
+  }
+
+  /** Requests waiting for a response. */
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  /** Whether the connection has ended or been marked unusable. */
+  get isClosed(): boolean {
+    return this.#reason !== undefined;
+  }
+
+  /**
+   * Settles when the connection has ended: with `undefined` after {@link close}, otherwise with
+   * the {@link SidecarUnavailableError} that ended it. Never rejects, so a supervisor can simply
+   * await it to learn that its sidecar is gone.
+   */
+  closed(): Promise<Error | undefined> {
+    return this.#closed;
+  }
+
+  /** Backend and device, and that the sidecar is answering. */
+  async health(options?: CallOptions): Promise<HealthResult> {
+    return parseHealth(await this.#request("health", {}, options));
+  }
+
+  /**
+   * Loads the model in directory `path` under the name `model`. Loading reads all the weights,
+   * so consider a `timeoutMs` above the default.
+   */
+  async load(model: string, path: string, options?: CallOptions): Promise<LoadResult> {
+    return parseLoad(await this.#request("load", { model, path }, options));
+  }
+
+  /** Unloads a resident model once its in-flight batches have finished. */
+  async unload(model: string, options?: CallOptions): Promise<UnloadResult> {
+    return parseUnload(await this.#request("unload", { model }, options));
+  }
+
+  /** Runs one batch of inputs through an embedding model. */
+  async embed(request: EmbedRequest): Promise<EmbedResult> {
+    const body = await this.#request(
+      "embed",
+      {
+        model: request.model,
+        inputs: request.inputs,
+        truncate: request.truncate,
+        traceparents: request.traceparents,
+      },
+      request,
+    );
+    return parseEmbed(body, request.inputs.length);
+  }
+
+  /** Uptime and per-model counters. */
+  async stats(options?: CallOptions): Promise<StatsResult> {
+    return parseStats(await this.#request("stats", {}, options));
+  }
+
+  /**
+   * Closes the connection. Requests still in flight fail with {@link SidecarUnavailableError};
+   * a caller shutting down gracefully awaits its requests first.
+   */
+  async close(): Promise<void> {
+    if (this.#reason === undefined) {
+      this.#closedByClient = true;
+      this.#reason = new SidecarUnavailableError("the sidecar client was closed");
+      this.#rejectAll(this.#reason);
+      this.#socket.destroy();
+    }
+    await this.#closed;
+  }
+
+  #request(
+    op: string,
+    fields: Record<string, unknown>,
+    options: CallOptions | undefined,
+  ): Promise<FrameBody> {
+    return new Promise((resolve, reject) => {
+      if (this.#reason !== undefined) {
+        reject(this.#reason);
+        return;
+      }
+      const timeoutMs =
+        options?.timeoutMs === undefined
+          ? this.#options.requestTimeoutMs
+          : checkTimeout("timeoutMs", options.timeoutMs);
+      const id = this.#allocateId();
+      const frame = encodeFrame({ ...fields, id, op, traceparent: options?.traceparent });
+      const bodyBytes = frame.byteLength - FRAME_HEADER_BYTES;
+      if (bodyBytes > this.#options.maxFrameBytes) {
+        reject(new FrameTooLargeError(bodyBytes, this.#options.maxFrameBytes));
+        return;
+      }
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        reject(new SidecarTimeoutError(op, timeoutMs));
+      }, timeoutMs);
+      this.#pending.set(id, { op, resolve, reject, timer });
+      this.#socket.write(frame);
+    });
+  }
+
+  #allocateId(): number {
+    // Ids only need to be unique among requests in flight; wrapping keeps them within u32.
+    do {
+      const id = this.#nextId;
+      this.#nextId = id === MAX_ID ? 1 : id + 1;
+      if (!this.#pending.has(id)) return id;
+    } while (this.#pending.size < MAX_ID);
+    throw new RangeError("sidecar client: no free request id");
+  }
+
+  #onData(chunk: Uint8Array): void {
+    if (this.#reason !== undefined) return;
+    this.#decoder.push(chunk);
+    try {
+      for (const body of this.#decoder.frames()) {
+        this.#onResponse(body);
+        if (this.isClosed) return;
+      }
+    } catch (error) {
+      this.#fail(error instanceof Error ? error : new SidecarProtocolError(String(error)));
+    }
+  }
+
+  #onResponse(body: FrameBody): void {
+    let envelope;
+    try {
+      envelope = parseEnvelope(body);
+    } catch (error) {
+      const pending = typeof body.id === "number" ? this.#settle(body.id) : undefined;
+      // A broken envelope we can pin on one request fails that request; one we cannot pin on any
+      // means we no longer know which answer is whose, so the connection is given up.
+      if (pending === undefined) throw error;
+      pending.reject(error as Error);
+      return;
+    }
+    if (envelope.id === 0) {
+      // Id 0 is never ours: the sidecar could not read some frame of ours at all.
+      this.#fail(envelope.ok ? new SidecarProtocolError("response with id 0") : envelope.error);
+      return;
+    }
+    // An unknown id is the late answer to a request that already timed out.
+    const pending = this.#settle(envelope.id);
+    if (pending === undefined) return;
+    if (envelope.ok) pending.resolve(envelope.body);
+    else pending.reject(envelope.error);
+  }
+
+  #settle(id: number): Pending | undefined {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return undefined;
+    this.#pending.delete(id);
+    clearTimeout(pending.timer);
+    return pending;
+  }
+
+  #fail(cause: Error): void {
+    if (this.#reason !== undefined) return;
+    this.#reason = new SidecarUnavailableError(`sidecar connection abandoned: ${cause.message}`, {
+      cause,
+    });
+    this.#rejectAll(this.#reason);
+    this.#socket.destroy();
+  }
+
+  #rejectAll(reason: Error): void {
+    for (const [id, pending] of this.#pending) {
+      this.#pending.delete(id);
+      clearTimeout(pending.timer);
+      pending.reject(reason);
+    }
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * Telemetry shared by every Shoal process: OpenTelemetry tracing with OTLP export driven by the
+ * standard environment variables, W3C context propagation across every boundary, and pino
+ * JSON logs that carry the active trace id.
+ */
+export { startTracing } from "./tracing.js";
+export type { Tracing, TracingOptions } from "./tracing.js";
+export { injectContext, extractContext, traceparentOf, traceIdOf } from "./propagation.js";
+export type { HeaderCarrier } from "./propagation.js";
+export { createLogger } from "./logger.js";
+export type { Logger, LoggerOptions } from "./logger.js";
+export { natsHeaderCarrier } from "./nats-carrier.js";

@@ -1,0 +1,96 @@
+import { propagation, trace, type Tracer } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter as OTLPHttpJsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as OTLPHttpProtoExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  BatchSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+
+export interface TracingOptions {
+  /** `service.name` of every span; `OTEL_SERVICE_NAME` in `env` overrides it. */
+  readonly serviceName: string;
+  /**
+   * Where the standard `OTEL_EXPORTER_OTLP_*` variables are read from. Only a service's `main`
+   * passes `process.env`; tests pass their own.
+   */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Extra processors (tests use an in-memory exporter).
+   * @default []
+   */
+  readonly processors?: readonly SpanProcessor[];
+}
+
+export interface Tracing {
+  readonly tracer: Tracer;
+  /** Whether spans leave the process (an OTLP endpoint was configured). */
+  readonly exporting: boolean;
+  /** Flushes pending spans and uninstalls the provider. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Installs the process-wide tracer provider and the W3C propagator. Spans are always created,
+ * so trace ids exist for logs and propagation even when nothing is exported; they are exported
+ * over OTLP/HTTP only when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+ * is set, as the OpenTelemetry specification asks.
+ */
+export function startTracing(options: TracingOptions): Tracing {
+  const { env } = options;
+  const serviceName = env["OTEL_SERVICE_NAME"] ?? options.serviceName;
+  const exporter = otlpExporterFromEnv(env);
+  const spanProcessors: SpanProcessor[] = [...(options.processors ?? [])];
+  if (exporter !== undefined) {
+    // A short delay keeps traces fresh while debugging latency; the batch still amortises I/O.
+    spanProcessors.push(new BatchSpanProcessor(exporter, { scheduledDelayMillis: 500 }));
+  }
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
+    spanProcessors,
+  });
+  provider.register({ propagator: new W3CTraceContextPropagator() });
+  return {
+    tracer: trace.getTracer(serviceName),
+    exporting: exporter !== undefined,
+    async shutdown() {
+      await provider.shutdown();
+      trace.disable();
+      propagation.disable();
+    },
+  };
+}
+
+function otlpExporterFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): SpanExporter | undefined {
+  // The exporters read process.env themselves; the URL is passed explicitly so the `env` given
+  // here is the one that counts. The signal-specific variable is used as is, the generic one
+  // gets the traces path appended, as the specification says.
+  const tracesEndpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]);
+  const endpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_ENDPOINT"]);
+  const url = tracesEndpoint ?? (endpoint === undefined ? undefined : `${endpoint.replace(/\/+$/, "")}/v1/traces`);
+  if (url === undefined) return undefined;
+  const protocol =
+    nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]) ??
+    nonEmpty(env["OTEL_EXPORTER_OTLP_PROTOCOL"]) ??
+    "http/protobuf";
+  switch (protocol) {
+    case "http/json":
+      return new OTLPHttpJsonExporter({ url });
+    case "http/protobuf":
+      return new OTLPHttpProtoExporter({ url });
+    default:
+      throw new Error(
+        `OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported; use http/protobuf or http/json`,
+      );
+  }
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === "" ? undefined : value;
+}

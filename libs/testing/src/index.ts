@@ -1,0 +1,13 @@
+export { freePort } from "./free-port.js";
+export type { ProcessExit } from "./managed-process.js";
+export { MissingPrerequisiteError } from "./missing-prerequisite-error.js";
+export type { NatsRestartOptions, NatsServerHandle, NatsServerOptions } from "./nats-server.js";
+export { startNatsServer } from "./nats-server.js";
+export { minilmDir, natsServerBinary, repoRoot, shoalHome, sidecarBinary } from "./paths.js";
+export type { SidecarHandle, SidecarOptions } from "./sidecar.js";
+export { startSidecar } from "./sidecar.js";
+export { tempDir } from "./temp-dir.js";
+export type { CollectedSpan, OtlpCollector } from "./otlp-collector.js";
+export { startOtlpCollector } from "./otlp-collector.js";
+export type { ServiceHandle, ServiceOptions } from "./service-process.js";
+export { startService } from "./service-process.js";

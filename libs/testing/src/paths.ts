@@ -1,0 +1,103 @@
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { MissingPrerequisiteError } from "./missing-prerequisite-error.js";
+
+// These resolvers mirror tools/setup/env.sh, so tests find exactly what the setup script
+// installed, and any of its variables pointed elsewhere by a user or CI is honoured here too.
+
+/** Root of Shoal's machine-wide caches: `SHOAL_HOME`, else `$HOME/.cache/shoal`. */
+export function shoalHome(): string {
+  const path = shoalHomePath();
+  if (!isDirectory(path))
+    throw new MissingPrerequisiteError("Shoal home directory", path, "SHOAL_HOME");
+  return path;
+}
+
+/** The repository root: the nearest directory above this file that holds `nx.json`. */
+export function repoRoot(): string {
+  const start = dirname(fileURLToPath(import.meta.url));
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "nx.json"))) return dir;
+    if (dirname(dir) === dir) {
+      throw new Error(
+        `no nx.json in any directory above ${start}; is @shoal/testing inside a Shoal checkout?`,
+      );
+    }
+  }
+}
+
+/** The pinned nats-server: `SHOAL_NATS_SERVER`, else `$SHOAL_HOME/bin/nats-server`. */
+export function natsServerBinary(): string {
+  const path = env("SHOAL_NATS_SERVER") ?? join(shoalHomePath(), "bin", "nats-server");
+  return executable("nats-server binary", path, "SHOAL_NATS_SERVER");
+}
+
+/**
+ * The sidecar release binary: `SHOAL_SIDECAR_BIN`, else `$CARGO_TARGET_DIR/release/shoal-sidecar`,
+ * else `$SHOAL_HOME/cargo-target/release/shoal-sidecar`.
+ */
+export function sidecarBinary(): string {
+  const targetDir = env("CARGO_TARGET_DIR") ?? join(shoalHomePath(), "cargo-target");
+  const path = env("SHOAL_SIDECAR_BIN") ?? join(targetDir, "release", "shoal-sidecar");
+  return executable("shoal-sidecar binary", path, "SHOAL_SIDECAR_BIN");
+}
+
+/** Files the sidecar needs to load a sentence-transformers model. */
+const MODEL_FILES = ["config.json", "tokenizer.json", "model.safetensors"] as const;
+
+/**
+ * The all-MiniLM-L6-v2 model directory: `SHOAL_MINILM_DIR`, else
+ * `$SHOAL_HOME/models/all-minilm-l6-v2`. Checked for the files a load needs, so a half-unpacked
+ * model fails here with its path rather than later as an opaque `load_failed`.
+ */
+export function minilmDir(): string {
+  const path = env("SHOAL_MINILM_DIR") ?? join(shoalHomePath(), "models", "all-minilm-l6-v2");
+  if (!isDirectory(path))
+    throw new MissingPrerequisiteError(
+      "all-MiniLM-L6-v2 model directory",
+      path,
+      "SHOAL_MINILM_DIR",
+    );
+  for (const file of MODEL_FILES) {
+    if (!existsSync(join(path, file))) {
+      throw new MissingPrerequisiteError(
+        "all-MiniLM-L6-v2 model directory",
+        path,
+        "SHOAL_MINILM_DIR",
+        `${file} is missing`,
+      );
+    }
+  }
+  return path;
+}
+
+function shoalHomePath(): string {
+  return env("SHOAL_HOME") ?? join(homedir(), ".cache", "shoal");
+}
+
+/** An environment variable, with an empty value treated as unset (as the shell scripts do). */
+function env(name: string): string | undefined {
+  const value = process.env[name];
+  return value === undefined || value === "" ? undefined : value;
+}
+
+function executable(what: string, path: string, envVar: string): string {
+  if (!existsSync(path)) throw new MissingPrerequisiteError(what, path, envVar);
+  try {
+    if (!statSync(path).isFile()) throw new Error("not a file");
+    accessSync(path, constants.X_OK);
+  } catch {
+    throw new MissingPrerequisiteError(what, path, envVar, "not an executable file");
+  }
+  return path;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,29 @@
+import { loadCatalog, modelsDir } from "@shoal/config";
+import {
+  bootService,
+  defaultCatalogPath,
+  envInt,
+  envString,
+  exitOnSignal,
+  failStart,
+} from "@shoal/process";
+import { run } from "./run.js";
+
+const env = process.env;
+const booted = bootService("annotator", env);
+try {
+  const catalog = await loadCatalog(envString(env, "SHOAL_CATALOG", defaultCatalogPath()), {
+    modelsDir: modelsDir(env),
+  });
+  const annotator = await run({
+    natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    catalog,
+    partMaxPaddedTokens: envInt(env, "SHOAL_PART_MAX_PADDED_TOKENS"),
+    partMaxInputs: envInt(env, "SHOAL_PART_MAX_INPUTS"),
+    logger: booted.logger,
+    tracer: booted.tracing.tracer,
+  });
+  exitOnSignal(() => annotator.stop(), booted);
+} catch (err) {
+  failStart(booted, err);
+}

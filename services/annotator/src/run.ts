@@ -1,0 +1,51 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import type { Tracer } from "@opentelemetry/api";
+import { Annotator, serveAnnotations, type AnnotatorOptions } from "@shoal/annotation";
+import type { Catalog } from "@shoal/config";
+import { ensureWorkStream, type WorkStreamOptions } from "@shoal/jetstream";
+import type { Logger } from "@shoal/telemetry";
+
+export interface AnnotatorServiceOptions {
+  readonly natsServers: string | readonly string[];
+  readonly catalog: Catalog;
+  readonly stream?: WorkStreamOptions;
+  readonly partMaxPaddedTokens?: AnnotatorOptions["partMaxPaddedTokens"];
+  readonly partMaxInputs?: AnnotatorOptions["partMaxInputs"];
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+}
+
+export interface RunningAnnotator {
+  stop(): Promise<void>;
+}
+
+/**
+ * The annotator as its own deployable: answers ingress's annotate requests in a queue group,
+ * so adding replicas adds annotation capacity with no coordination.
+ */
+export async function run(options: AnnotatorServiceOptions): Promise<RunningAnnotator> {
+  const nc = await connect({
+    servers:
+      typeof options.natsServers === "string" ? options.natsServers : [...options.natsServers],
+    name: "shoal-annotator",
+    maxReconnectAttempts: -1,
+  });
+  await ensureWorkStream(await jetstreamManager(nc), options.stream);
+  const annotator = new Annotator({
+    catalog: options.catalog,
+    js: jetstream(nc),
+    logger: options.logger,
+    tracer: options.tracer,
+    partMaxPaddedTokens: options.partMaxPaddedTokens,
+    partMaxInputs: options.partMaxInputs,
+  });
+  serveAnnotations(nc, annotator, options.logger);
+  await nc.flush();
+  options.logger.info("annotator serving");
+  return {
+    async stop() {
+      await nc.drain();
+    },
+  };
+}

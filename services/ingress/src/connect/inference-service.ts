@@ -1,0 +1,107 @@
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import type { Tracer } from "@opentelemetry/api";
+import type { Gateway } from "@shoal/gateway";
+import {
+  EmbedResponseSchema,
+  EmbeddingSchema,
+  InferenceService,
+  ListModelsResponseSchema,
+  ModelFamily,
+  type EmbedRequest,
+  type EmbedResponse,
+  type ListModelsResponse,
+} from "@shoal/proto";
+import type { ModelFamily as CatalogFamily } from "@shoal/config";
+import type { Logger } from "@shoal/telemetry";
+import { asRequestError, toConnectError } from "../error-table.js";
+import { serverTiming } from "../server-timing.js";
+import { traced } from "../traced.js";
+
+export interface ConnectContext {
+  readonly gateway: Gateway;
+  readonly tracer: Tracer;
+  readonly logger: Logger;
+}
+
+const FAMILIES: Readonly<Record<CatalogFamily, ModelFamily>> = {
+  embedding: ModelFamily.EMBEDDING,
+  reranker: ModelFamily.RERANKER,
+  "token-classifier": ModelFamily.TOKEN_CLASSIFIER,
+  "sequence-classifier": ModelFamily.SEQUENCE_CLASSIFIER,
+  generator: ModelFamily.GENERATOR,
+};
+
+/**
+ * `shoal.inference.v1.InferenceService` over Connect, gRPC and gRPC-Web at once. The client's
+ * deadline (`grpc-timeout` / `connect-timeout-ms`) becomes the work item's deadline. Methods of
+ * families the sidecar cannot run yet are left out, so clients get UNIMPLEMENTED for them.
+ */
+export function inferenceRoutes(cc: ConnectContext): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(InferenceService, {
+      embed: (req, ctx) => embed(cc, req, ctx),
+      listModels: () => Promise.resolve(listModels(cc)),
+    });
+  };
+}
+
+async function embed(
+  cc: ConnectContext,
+  req: EmbedRequest,
+  ctx: HandlerContext,
+): Promise<EmbedResponse> {
+  try {
+    const outcome = await traced(
+      cc.tracer,
+      "ingress.Embed",
+      {
+        get: (name) => ctx.requestHeader.get(name) ?? undefined,
+        set: () => undefined,
+      },
+      { "rpc.method": "Embed", "shoal.model": req.model, "shoal.inputs": req.inputs.length },
+      (traceCtx) =>
+        cc.gateway.embed(
+          {
+            model: req.model,
+            inputs: req.inputs,
+            truncate: req.truncate ?? true,
+            priority: req.priority,
+            timeoutMs: ctx.timeoutMs(),
+          },
+          traceCtx,
+        ),
+    );
+    ctx.responseHeader.set("server-timing", serverTiming(outcome.timings));
+    ctx.responseHeader.set("x-request-id", outcome.requestId);
+    const values = new Float32Array(outcome.tokens.length * outcome.dim);
+    new Uint8Array(values.buffer).set(outcome.embeddings);
+    const tokens = outcome.tokens.reduce((n, t) => n + t, 0);
+    return create(EmbedResponseSchema, {
+      model: outcome.model.id,
+      embeddings: outcome.tokens.map((t, i) =>
+        create(EmbeddingSchema, {
+          values: Array.from(values.subarray(i * outcome.dim, (i + 1) * outcome.dim)),
+          tokens: t,
+          truncated: outcome.truncated[i] ?? false,
+        }),
+      ),
+      usage: { inputTokens: tokens, outputTokens: 0 },
+    });
+  } catch (err) {
+    const error = asRequestError(err);
+    if (error.kind === "internal") cc.logger.error({ err }, "Embed failed");
+    throw toConnectError(error);
+  }
+}
+
+function listModels(cc: ConnectContext): ListModelsResponse {
+  return create(ListModelsResponseSchema, {
+    models: cc.gateway.catalog.models.map((m) => ({
+      id: m.id,
+      family: FAMILIES[m.family],
+      dimensions: m.dimensions,
+      maxInputTokens: m.maxInputTokens,
+    })),
+  });
+}

@@ -1,0 +1,38 @@
+import { loadCatalog, modelsDir } from "@shoal/config";
+import {
+  bootService,
+  defaultCatalogPath,
+  envInt,
+  envOptional,
+  envString,
+  exitOnSignal,
+  failStart,
+} from "@shoal/process";
+import { run } from "./run.js";
+
+const env = process.env;
+const booted = bootService("ingress", env);
+try {
+  const catalog = await loadCatalog(envString(env, "SHOAL_CATALOG", defaultCatalogPath()), {
+    modelsDir: modelsDir(env),
+  });
+  const mode = envString(env, "SHOAL_ANNOTATOR", "remote");
+  if (mode !== "remote" && mode !== "inprocess") {
+    throw new Error(`SHOAL_ANNOTATOR must be remote or inprocess, got "${mode}"`);
+  }
+  const ingress = await run({
+    natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    catalog,
+    port: envInt(env, "SHOAL_PORT"),
+    host: envOptional(env, "SHOAL_HOST"),
+    annotator: mode,
+    maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),
+    defaultTimeoutMs: envInt(env, "SHOAL_DEFAULT_TIMEOUT_MS"),
+    maxPending: envInt(env, "SHOAL_MAX_PENDING"),
+    logger: booted.logger,
+    tracer: booted.tracing.tracer,
+  });
+  exitOnSignal(() => ingress.stop(), booted);
+} catch (err) {
+  failStart(booted, err);
+}

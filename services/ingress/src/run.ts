@@ -1,0 +1,98 @@
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import type { Tracer } from "@opentelemetry/api";
+import { Annotator, RemoteAnnotator, type Annotate } from "@shoal/annotation";
+import type { Catalog } from "@shoal/config";
+import { Gateway } from "@shoal/gateway";
+import { ensureWorkStream, type WorkStreamOptions } from "@shoal/jetstream";
+import type { Logger } from "@shoal/telemetry";
+import { inferenceRoutes } from "./connect/inference-service.js";
+import { listenDual } from "./listen.js";
+import { handleRest, isRestPath } from "./rest/routes.js";
+
+export interface IngressOptions {
+  readonly natsServers: string | readonly string[];
+  readonly catalog: Catalog;
+  /** @default 8080; 0 picks a free port */
+  readonly port?: number;
+  /** @default "127.0.0.1" */
+  readonly host?: string;
+  /**
+   * `remote` sends each request to the annotator service over NATS; `inprocess` annotates in
+   * this process, which saves a hop on a single node. @default "remote"
+   */
+  readonly annotator?: "remote" | "inprocess";
+  /** Largest request body read, in bytes; larger ones get 413 before they are buffered. @default 8 MiB */
+  readonly maxBodyBytes?: number;
+  /** Deadline of requests whose client sets none, ms. @default 30000 */
+  readonly defaultTimeoutMs?: number;
+  /** Requests held at once before new ones get 429. @default 10000 */
+  readonly maxPending?: number;
+  /** Only used with `annotator: "inprocess"`, which creates the stream itself. */
+  readonly stream?: WorkStreamOptions;
+  /** Time open connections get to finish on shutdown, ms. @default 10000 */
+  readonly shutdownGraceMs?: number;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+}
+
+export interface RunningIngress {
+  readonly port: number;
+  readonly gateway: Gateway;
+  stop(): Promise<void>;
+}
+
+/** Starts the ingress: every client protocol on one port, answering from the work pipeline. */
+export async function run(options: IngressOptions): Promise<RunningIngress> {
+  const { logger, tracer, catalog } = options;
+  const nc = await connect({
+    servers:
+      typeof options.natsServers === "string" ? options.natsServers : [...options.natsServers],
+    name: "shoal-ingress",
+    maxReconnectAttempts: -1,
+  });
+  let annotator: Annotate;
+  if (options.annotator === "inprocess") {
+    await ensureWorkStream(await jetstreamManager(nc), options.stream);
+    annotator = new Annotator({ catalog, js: jetstream(nc), logger, tracer });
+  } else {
+    annotator = new RemoteAnnotator({ nc });
+  }
+  const gateway = await Gateway.start({
+    nc,
+    annotator,
+    catalog,
+    logger,
+    defaultTimeoutMs: options.defaultTimeoutMs,
+    maxPending: options.maxPending,
+  });
+  const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
+  const connectHandler = connectNodeAdapter({
+    routes: inferenceRoutes({ gateway, tracer, logger }),
+    readMaxBytes: maxBodyBytes,
+  });
+  const rest = { gateway, tracer, logger, maxBodyBytes };
+  const server = await listenDual(
+    (req, res) => {
+      const path = (req.url ?? "/").split("?")[0] ?? "/";
+      if (isRestPath(path)) {
+        void handleRest(req, res, rest);
+      } else {
+        connectHandler(req, res);
+      }
+    },
+    options.port ?? 8080,
+    options.host ?? "127.0.0.1",
+  );
+  logger.info({ port: server.port, annotator: options.annotator ?? "remote" }, "ingress listening");
+  return {
+    port: server.port,
+    gateway,
+    async stop() {
+      await server.close(options.shutdownGraceMs ?? 10_000);
+      await gateway.close();
+      await nc.drain();
+    },
+  };
+}

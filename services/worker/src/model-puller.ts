@@ -1,0 +1,293 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { context, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
+import { formBatch, type BatchBudget } from "@shoal/batching";
+import type { ModelEntry } from "@shoal/config";
+import { pull, type WorkMessage } from "@shoal/jetstream";
+import { create } from "@bufbuild/protobuf";
+import { EmbedResultSchema, ErrorCode, TimingsSchema } from "@shoal/proto";
+import { SidecarError, type SidecarClient } from "@shoal/sidecar-client";
+import { traceparentOf, type Logger } from "@shoal/telemetry";
+import { publishAnswer } from "./answers.js";
+import { decodePulled, type PulledItem } from "./pulled-item.js";
+
+export interface ModelPullerOptions {
+  readonly nc: NatsConnection;
+  readonly stream: string;
+  readonly consumer: string;
+  readonly model: ModelEntry;
+  /**
+   * The sidecar client in use, once it is ready. The worker replaces it when it restarts the
+   * sidecar; pulling waits meanwhile, so no item burns a delivery on a sidecar that is down.
+   */
+  readonly sidecar: () => Promise<SidecarClient>;
+  readonly budget: BatchBudget;
+  /** Longest wait for more work once a batch has started filling. */
+  readonly maxFillWaitMs: number;
+  /** Items asked for per pull. */
+  readonly pullBatch: number;
+  /** Deliveries after which a failing item is answered with its error and dropped. */
+  readonly maxDeliver: number;
+  readonly workerId: string;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+}
+
+/** How long an idle pull waits on the server before asking again. */
+const LONG_POLL_MS = 5_000;
+
+/**
+ * Pulls one model's work and runs it batch by batch. It asks for work only when it can start
+ * a batch, tops the batch up with what is already queued (never waiting longer than the fill
+ * wait), puts back what does not fit, and acks each item only after its answer is published.
+ */
+export class ModelPuller {
+  readonly #o: ModelPullerOptions;
+  #stopping = false;
+  #loop: Promise<void> | undefined;
+
+  constructor(options: ModelPullerOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Stops pulling; the batch in hand finishes (or is put back) before this resolves. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.#loop;
+  }
+
+  /** Read through a method: the flag changes while a pull is awaited. */
+  #isStopping(): boolean {
+    return this.#stopping;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopping) {
+      try {
+        await this.#once();
+      } catch (err) {
+        if (this.#isStopping() || this.#o.nc.isClosed()) break;
+        this.#o.logger.warn({ err, model: this.#o.model.id }, "pull cycle failed; retrying");
+        await sleep(250);
+      }
+    }
+  }
+
+  async #once(): Promise<void> {
+    const { nc, stream, consumer } = this.#o;
+    const sidecar = await this.#o.sidecar();
+    const first = await pull(nc, stream, consumer, { batch: 1, expiresMs: LONG_POLL_MS });
+    if (first.length === 0) return;
+    const pulled = await this.#decode(first);
+    const fillUntil = Date.now() + this.#o.maxFillWaitMs;
+    while (!this.#isStopping()) {
+      // Every item carries at least one input, so asking for no more items than there are
+      // free input slots keeps over-pulling (and the put-backs it costs) small.
+      const room = this.#o.budget.maxInputs - pulled.reduce((n, p) => n + p.inputs, 0);
+      if (room <= 0) break;
+      const more = await pull(nc, stream, consumer, { batch: Math.min(this.#o.pullBatch, room) });
+      pulled.push(...(await this.#decode(more)));
+      if (Date.now() >= fillUntil) break;
+      if (more.length === 0) await sleep(Math.min(1, fillUntil - Date.now()));
+    }
+    const { batch, putBack, expired } = formBatch(pulled, this.#o.budget, Date.now());
+    for (const p of putBack) p.msg.nak();
+    await this.#answerExpired(expired);
+    if (this.#isStopping()) {
+      for (const p of batch) p.msg.nak();
+      return;
+    }
+    if (batch.length > 0) await this.#execute(sidecar, batch);
+  }
+
+  /**
+   * Decodes pulled messages. A malformed one is terminated. One delivered more than
+   * `maxDeliver` times (it keeps failing, or keeps taking its worker down) is answered with an
+   * error and terminated, so a poison item never circulates and its client hears why.
+   */
+  async #decode(messages: readonly WorkMessage[]): Promise<PulledItem[]> {
+    const items: PulledItem[] = [];
+    const exhausted: PulledItem[] = [];
+    for (const msg of messages) {
+      const item = decodePulled(msg);
+      if (item === undefined) {
+        this.#o.logger.error(
+          { subject: msg.subject, seq: msg.streamSequence },
+          "malformed work item dropped",
+        );
+        msg.term("malformed work item");
+      } else if (msg.deliveryCount > this.#o.maxDeliver) {
+        exhausted.push(item);
+      } else {
+        items.push(item);
+      }
+    }
+    await this.#giveUp(exhausted, `gave up after ${this.#o.maxDeliver} deliveries`);
+    return items;
+  }
+
+  /** Answers items with an error and removes them from the queue. */
+  async #giveUp(items: readonly PulledItem[], message: string): Promise<void> {
+    if (items.length === 0) return;
+    for (const p of items) {
+      publishAnswer(this.#o.nc, this.#o.workerId, p.item, p.parent, {
+        case: "error",
+        code: ErrorCode.INTERNAL,
+        message,
+      });
+    }
+    await this.#o.nc.flush();
+    for (const p of items) p.msg.term(message);
+  }
+
+  async #answerExpired(expired: readonly PulledItem[]): Promise<void> {
+    if (expired.length === 0) return;
+    for (const p of expired) {
+      publishAnswer(this.#o.nc, this.#o.workerId, p.item, p.parent, {
+        case: "error",
+        code: ErrorCode.DEADLINE_EXCEEDED,
+        message: "deadline passed while queued",
+      });
+    }
+    await this.#o.nc.flush();
+    for (const p of expired) p.msg.ack();
+  }
+
+
+  async #execute(sidecar: SidecarClient, batch: readonly PulledItem[]): Promise<void> {
+    const { nc, tracer, workerId, model } = this.#o;
+    const started = Date.now();
+    const batchTokens = batch.reduce((n, p) => n + p.totalTokens, 0);
+    const spans = batch.map((p) => ({
+      p,
+      ...this.#traceItem(tracer, p, started, batch.length, batchTokens),
+    }));
+    const inputs = batch.flatMap((p) => p.inputTexts);
+    try {
+      const result = await sidecar.embed({
+        model: model.key,
+        inputs,
+        truncate: true,
+        traceparents: spans
+          .map((s) => traceparentOf(trace.setSpan(s.parent, s.span)))
+          .filter((t): t is string => t !== undefined),
+      });
+      const rowBytes = result.dim * 4;
+      let row = 0;
+      for (const span of spans) {
+        const { p } = span;
+        const n = p.inputs;
+        const truncated = result.truncated.slice(row, row + n);
+        const ctx = trace.setSpan(span.parent, span.span);
+        if (!p.truncate && truncated.some(Boolean)) {
+          publishAnswer(nc, workerId, p.item, ctx, {
+            case: "error",
+            code: ErrorCode.INVALID_ARGUMENT,
+            message: `an input is longer than the model's ${model.maxInputTokens} tokens and truncate is false`,
+          });
+        } else {
+          publishAnswer(
+            nc,
+            workerId,
+            p.item,
+            ctx,
+            {
+              case: "embed",
+              value: create(EmbedResultSchema, {
+                dim: result.dim,
+                embeddings: result.embeddings.subarray(row * rowBytes, (row + n) * rowBytes),
+                tokens: result.tokens.slice(row, row + n),
+                truncated,
+              }),
+            },
+            create(TimingsSchema, {
+              queueUs: Math.max(0, (p.pulledAtMs - Number(p.item.enqueuedUnixMs)) * 1000),
+              batchUs: Math.max(0, (started - p.pulledAtMs) * 1000),
+              computeUs: result.computeUs,
+              batchItems: inputs.length,
+              batchTokens,
+            }),
+          );
+        }
+        row += n;
+      }
+      await nc.flush();
+      for (const p of batch) p.msg.ack();
+      for (const s of spans) {
+        if (this.#o.logger.isLevelEnabled("debug")) {
+          context.with(trace.setSpan(s.parent, s.span), () => {
+            this.#o.logger.debug(
+              { request_id: s.p.item.requestId, part: s.p.item.part, batch_items: inputs.length },
+              "part answered",
+            );
+          });
+        }
+        s.span.end();
+      }
+    } catch (err) {
+      for (const s of spans) {
+        s.span.recordException(err as Error);
+        s.span.setStatus({ code: SpanStatusCode.ERROR });
+        s.span.end();
+      }
+      await this.#failed(batch, err);
+    }
+  }
+
+  /**
+   * A batch the sidecar could not run. Items go back for another try until they have used
+   * their deliveries; then the client hears the cause and the item is dropped.
+   */
+  async #failed(batch: readonly PulledItem[], err: unknown): Promise<void> {
+    this.#o.logger.error({ err, model: this.#o.model.id, items: batch.length }, "batch failed");
+    const exhausted = batch.filter((p) => p.msg.deliveryCount >= this.#o.maxDeliver);
+    for (const p of batch) if (!exhausted.includes(p)) p.msg.nak(200);
+    const message =
+      err instanceof SidecarError ? `${err.code}: ${err.message}` : "inference failed";
+    await this.#giveUp(exhausted, message);
+  }
+
+  /** The queue-wait span (enqueue → pull) and the batch span this item's trace gets. */
+  #traceItem(
+    tracer: Tracer,
+    p: PulledItem,
+    batchStarted: number,
+    batchItems: number,
+    batchTokens: number,
+  ): { span: Span; parent: typeof p.parent } {
+    const common = {
+      "shoal.request_id": p.item.requestId,
+      "shoal.part": p.item.part,
+      "shoal.model": p.item.model,
+    };
+    tracer
+      .startSpan(
+        "queue.wait",
+        {
+          startTime: Number(p.item.enqueuedUnixMs),
+          attributes: { ...common, "shoal.delivery": p.msg.deliveryCount },
+        },
+        p.parent,
+      )
+      .end(p.pulledAtMs);
+    const span = tracer.startSpan(
+      "worker.batch",
+      {
+        startTime: p.pulledAtMs,
+        attributes: {
+          ...common,
+          "shoal.worker_id": this.#o.workerId,
+          "shoal.batch_items": batchItems,
+          "shoal.batch_tokens": batchTokens,
+          "shoal.batch_started_ms": batchStarted,
+        },
+      },
+      p.parent,
+    );
+    return { span, parent: p.parent };
+  }
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Tracer } from "@opentelemetry/api";
+import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
+import type { Catalog, ModelEntry } from "@shoal/config";
+import {
+  ensureModelConsumer,
+  ensureWorkStream,
+  type WorkConsumerOptions,
+  type WorkStreamOptions,
+} from "@shoal/jetstream";
+import { SidecarClient } from "@shoal/sidecar-client";
+import type { Logger } from "@shoal/telemetry";
+import { ModelPuller } from "./model-puller.js";
+import { SidecarProcess } from "./sidecar-process.js";
+import { SidecarSupervisor } from "./sidecar-supervisor.js";
+
+export interface WorkerOptions {
+  readonly natsServers: string | readonly string[];
+  readonly catalog: Catalog;
+  /** Catalog ids this worker serves. @default every embedding model in the catalog */
+  readonly models?: readonly string[];
+  /** Path of the `shoal-sidecar` binary this worker runs. */
+  readonly sidecarBinary: string;
+  /** @default `<tmpdir>/shoal-sidecar-<workerId>.sock` */
+  readonly sidecarSocket?: string;
+  /** @default "cpu" */
+  readonly device?: string;
+  /** @default a random id */
+  readonly workerId?: string;
+  readonly budget?: BatchBudgetOptions;
+  /** Longest wait for more work once a batch started filling, ms. @default 2 */
+  readonly maxFillWaitMs?: number;
+  /** Items asked for per top-up pull. @default 64 */
+  readonly pullBatch?: number;
+  readonly stream?: WorkStreamOptions;
+  readonly consumer?: WorkConsumerOptions;
+  /**
+   * Deliveries after which an item that keeps failing (or keeps taking workers down) is
+   * answered with its error and dropped. Put-backs count as deliveries too. @default 10
+   */
+  readonly maxDeliver?: number;
+  /** Environment for the sidecar process (OTLP variables reach it this way). */
+  readonly sidecarEnv: Readonly<Record<string, string | undefined>>;
+  /** Time to finish the batch in hand on shutdown. @default 10000 */
+  readonly shutdownGraceMs?: number;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+}
+
+export interface RunningWorker {
+  readonly workerId: string;
+  readonly nc: NatsConnection;
+  /** Stops pulling, finishes or puts back the batch in hand, drains NATS, stops the sidecar. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A scheduler-free worker: owns one sidecar (one accelerator), loads its models, and pulls
+ * each model's work from the shared queue. Nothing routes work to it; it takes what it can
+ * run now.
+ */
+export async function run(options: WorkerOptions): Promise<RunningWorker> {
+  const workerId = options.workerId ?? randomUUID().slice(0, 8);
+  const logger = options.logger.child({ worker_id: workerId });
+  const models = servedModels(options.catalog, options.models);
+  const socketPath = options.sidecarSocket ?? join(tmpdir(), `shoal-sidecar-${workerId}.sock`);
+  const budget = compileBatchBudget(options.budget);
+
+  const supervisor = new SidecarSupervisor({
+    start: async () => {
+      const process = await SidecarProcess.start({
+        binary: options.sidecarBinary,
+        socketPath,
+        device: options.device ?? "cpu",
+        env: options.sidecarEnv,
+        logger,
+      });
+      const client = await SidecarClient.connect({ socketPath });
+      for (const model of models) await client.load(model.key, model.dir);
+      return { process, client };
+    },
+    logger,
+  });
+  await supervisor.start();
+
+  const nc = await connect({
+    servers:
+      typeof options.natsServers === "string" ? options.natsServers : [...options.natsServers],
+    name: `shoal-worker-${workerId}`,
+    maxReconnectAttempts: -1,
+  });
+  const jsm = await jetstreamManager(nc);
+  const stream = await ensureWorkStream(jsm, options.stream);
+  const maxDeliver = options.maxDeliver ?? 10;
+  const pullers: ModelPuller[] = [];
+  for (const model of models) {
+    const consumer = await ensureModelConsumer(jsm, stream, model.key, options.consumer);
+    pullers.push(
+      new ModelPuller({
+        nc,
+        stream,
+        consumer,
+        model,
+        sidecar: () => supervisor.client(),
+        budget,
+        maxFillWaitMs: options.maxFillWaitMs ?? 2,
+        pullBatch: options.pullBatch ?? 64,
+        maxDeliver,
+        workerId,
+        logger: logger.child({ model: model.id }),
+        tracer: options.tracer,
+      }),
+    );
+  }
+  for (const p of pullers) p.start();
+  logger.info({ models: models.map((m) => m.id), socket: socketPath }, "worker pulling");
+
+  return {
+    workerId,
+    nc,
+    async stop() {
+      const grace = options.shutdownGraceMs ?? 10_000;
+      const stopped = Promise.all(pullers.map((p) => p.stop()));
+      await Promise.race([stopped, new Promise((r) => setTimeout(r, grace))]);
+      await nc.drain();
+      await supervisor.stop();
+      logger.info("worker stopped");
+    },
+  };
+}
+
+function servedModels(catalog: Catalog, ids: readonly string[] | undefined): ModelEntry[] {
+  if (ids === undefined || ids.length === 0) {
+    return catalog.models.filter((m) => m.family === "embedding");
+  }
+  return ids.map((id) => {
+    const model = catalog.find(id);
+    if (model === undefined) throw new Error(`worker: model "${id}" is not in the catalog`);
+    return model;
+  });
+}

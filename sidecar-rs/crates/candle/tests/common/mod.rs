@@ -1,0 +1,59 @@
+//! Locating the real all-MiniLM-L6-v2 weights and reference outputs shared by the tests.
+// Each test binary compiles this module and uses a different subset of it.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use shoal_sidecar_candle::{CandleBackend, CandleRuntime};
+use shoal_sidecar_core::DeviceSpec;
+
+/// `$SHOAL_MINILM_DIR`, else `$SHOAL_HOME/models/all-minilm-l6-v2`, else
+/// `~/.cache/shoal/models/all-minilm-l6-v2`. Panics (never skips) when the weights are absent.
+pub fn minilm_dir() -> PathBuf {
+    let dir = std::env::var_os("SHOAL_MINILM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("SHOAL_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").expect("HOME is not set"))
+                        .join(".cache/shoal")
+                });
+            home.join("models/all-minilm-l6-v2")
+        });
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "all-MiniLM-L6-v2 weights not found in {}; run tools/setup/bootstrap.sh (or set SHOAL_MINILM_DIR)",
+        dir.display()
+    );
+    dir
+}
+
+/// The reference outputs made by `tools/reference/make_minilm_fixture.py`.
+pub fn fixture_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../tools/reference/fixtures/all-minilm-l6-v2.json")
+}
+
+pub fn load_minilm() -> CandleBackend {
+    CandleRuntime::open(DeviceSpec::Cpu)
+        .unwrap()
+        .load(&minilm_dir())
+        .expect("all-MiniLM-L6-v2 loads")
+}
+
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len(), "vectors of different width");
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+pub fn norm(a: &[f32]) -> f64 {
+    a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt()
+}

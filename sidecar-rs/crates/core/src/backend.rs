@@ -1,0 +1,48 @@
+use crate::{BackendError, EmbedBatch, Embeddings};
+
+/// What kind of answers a resident model gives; reported to clients as `family`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelFamily {
+    /// Sentence embeddings: one pooled vector per input.
+    Embedding,
+}
+
+impl ModelFamily {
+    /// The wire name used by the sidecar protocol.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelFamily::Embedding => "embedding",
+        }
+    }
+}
+
+impl std::fmt::Display for ModelFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One loaded model on one device.
+///
+/// Implementations are driven from a single dedicated thread, so methods take `&self` and may
+/// block for as long as the computation takes; they are deliberately not `async`. The trait does
+/// not require `Send`: a backend is created on the thread that runs it and never leaves it.
+pub trait Backend {
+    /// Which [`ModelFamily`] the model belongs to.
+    fn family(&self) -> ModelFamily;
+
+    /// Width of one output row.
+    fn dim(&self) -> usize;
+
+    /// Longest input, in tokens including special tokens, the model accepts.
+    fn max_input_tokens(&self) -> usize;
+
+    /// Bytes of weights held on the device.
+    fn memory_bytes(&self) -> u64;
+
+    /// Runs a minimal forward pass to prove the model and device still work.
+    fn health(&self) -> Result<(), BackendError>;
+
+    /// Embeds every input of `batch`, returning rows in input order.
+    fn embed(&self, batch: &EmbedBatch) -> Result<Embeddings, BackendError>;
+}

@@ -1,0 +1,59 @@
+/// Inputs for one call to [`crate::Backend::embed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedBatch {
+    /// Texts to embed, in the order their rows must come back.
+    pub inputs: Vec<String>,
+    /// When `true`, inputs longer than the model's limit are cut to it; when `false`, such an
+    /// input fails the whole batch with [`crate::BackendError::InputTooLong`].
+    pub truncate: bool,
+}
+
+/// Rows produced by [`crate::Backend::embed`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embeddings {
+    /// Width of each row.
+    pub dim: usize,
+    /// `count() * dim` values, row-major, pooled and (when the model asks for it) L2-normalised.
+    pub values: Vec<f32>,
+    /// Tokens per input after truncation, special tokens included.
+    pub tokens: Vec<u32>,
+    /// Whether each input was cut to the model's limit.
+    pub truncated: Vec<bool>,
+}
+
+impl Embeddings {
+    /// Number of rows.
+    pub fn count(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Total tokens over all rows, as counted for stats and spans.
+    pub fn total_tokens(&self) -> u64 {
+        self.tokens.iter().map(|&t| u64::from(t)).sum()
+    }
+
+    /// Row `index`, or `None` past the end.
+    pub fn row(&self, index: usize) -> Option<&[f32]> {
+        let start = index.checked_mul(self.dim)?;
+        self.values.get(start..start.checked_add(self.dim)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_row_major() {
+        let e = Embeddings {
+            dim: 2,
+            values: vec![1.0, 2.0, 3.0, 4.0],
+            tokens: vec![3, 5],
+            truncated: vec![false, true],
+        };
+        assert_eq!(e.count(), 2);
+        assert_eq!(e.total_tokens(), 8);
+        assert_eq!(e.row(1), Some(&[3.0, 4.0][..]));
+        assert_eq!(e.row(2), None);
+    }
+}

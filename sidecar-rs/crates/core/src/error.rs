@@ -1,0 +1,22 @@
+/// Why a backend could not answer a batch. The server maps each variant to a protocol error
+/// code in exactly one place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// The batch had no inputs.
+    #[error("the batch has no inputs")]
+    EmptyBatch,
+    /// `truncate` was off and an input is longer than the model accepts.
+    #[error("input {index} is longer than the model's limit of {max} tokens")]
+    InputTooLong {
+        /// Position of the offending input in the batch.
+        index: usize,
+        /// The model's `max_input_tokens`, special tokens included.
+        max: usize,
+    },
+    /// The tokenizer rejected an input.
+    #[error("tokenization failed: {0}")]
+    Tokenizer(String),
+    /// The forward pass failed; a bug or a broken device.
+    #[error("inference failed: {0}")]
+    Inference(String),
+}

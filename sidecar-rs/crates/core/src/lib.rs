@@ -1,0 +1,16 @@
+//! The runtime-independent half of the Shoal sidecar: the [`Backend`] trait every runtime
+//! implements (Candle today; an external OpenAI-compatible server and a simulated backend
+//! later), the batch and result types that cross it, and the error a backend may answer with.
+//!
+//! The shape follows text-embeddings-inference's `backends/core`: the trait is tiny and
+//! synchronous because a backend always runs on its own OS thread, never on the async executor.
+
+mod backend;
+mod batch;
+mod device;
+mod error;
+
+pub use backend::{Backend, ModelFamily};
+pub use batch::{EmbedBatch, Embeddings};
+pub use device::{DeviceSpec, ParseDeviceError};
+pub use error::BackendError;

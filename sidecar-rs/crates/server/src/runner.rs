@@ -1,0 +1,232 @@
+//! One OS thread per resident model, fed by a bounded channel.
+//!
+//! Inference never runs on the async executor: the socket loop only enqueues a job carrying its
+//! reply channel and trace context, and awaits the reply. The thread owns the backend from
+//! load to unload, so the backend needs neither `Send` nor locks.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime};
+
+use opentelemetry::{Context, KeyValue};
+use shoal_sidecar_candle::CandleRuntime;
+use shoal_sidecar_core::{Backend, EmbedBatch, Embeddings, ModelFamily};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{ErrorCode, ProtocolError};
+use crate::trace;
+
+/// What a loaded model tells its clients.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelInfo {
+    pub family: ModelFamily,
+    pub dim: usize,
+    pub max_input_tokens: usize,
+    pub memory_bytes: u64,
+    pub load_us: u64,
+}
+
+/// Counters since load, written by the model thread and read by `stats` without waiting for it.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub batches: AtomicU64,
+    pub items: AtomicU64,
+    pub tokens: AtomicU64,
+    pub busy_us: AtomicU64,
+}
+
+/// One `embed` request on its way to the model thread.
+pub(crate) struct EmbedJob {
+    pub batch: EmbedBatch,
+    /// Each distinct trace the batch belongs to; the compute span is recorded under each.
+    pub parents: Vec<Context>,
+    pub enqueued: Instant,
+    pub reply: oneshot::Sender<Result<EmbedDone, ProtocolError>>,
+}
+
+/// A finished batch, ready to be written as a response.
+pub(crate) struct EmbedDone {
+    pub dim: usize,
+    /// `count * dim` little-endian f32.
+    pub embeddings: Vec<u8>,
+    pub tokens: Vec<u32>,
+    pub truncated: Vec<bool>,
+    pub queue_us: u64,
+    pub compute_us: u64,
+}
+
+/// The async side's view of a resident model. Clones of the `Arc` holding it keep the model
+/// thread alive: the thread exits once every sender is gone and the queue is drained.
+pub(crate) struct ModelHandle {
+    pub name: String,
+    pub info: ModelInfo,
+    pub counters: Arc<Counters>,
+    jobs: mpsc::Sender<EmbedJob>,
+}
+
+impl ModelHandle {
+    /// Queues `job`, waiting while the queue is full. Fails only if the thread has stopped.
+    pub(crate) async fn submit(&self, job: EmbedJob) -> Result<(), ProtocolError> {
+        self.jobs.send(job).await.map_err(|_| {
+            ProtocolError::new(
+                ErrorCode::ModelNotFound,
+                format!("model `{}` was unloaded", self.name),
+            )
+        })
+    }
+}
+
+fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+/// Starts a thread for `name`, loads `dir` on it and returns once the model is ready. The
+/// returned receiver completes when the thread has dropped the model and exited.
+pub(crate) async fn start(
+    name: String,
+    dir: PathBuf,
+    runtime: CandleRuntime,
+    queue: usize,
+) -> Result<(ModelHandle, oneshot::Receiver<()>), ProtocolError> {
+    let (jobs_tx, jobs_rx) = mpsc::channel(queue.max(1));
+    let (loaded_tx, loaded_rx) = oneshot::channel();
+    let (exited_tx, exited_rx) = oneshot::channel();
+    let thread_name = format!("model-{name}");
+    let model = name.clone();
+    std::thread::Builder::new()
+        .name(thread_name)
+        .spawn(move || {
+            let started = Instant::now();
+            let loaded = catch_unwind(AssertUnwindSafe(|| runtime.load(&dir)));
+            let backend = match loaded {
+                Ok(Ok(backend)) => backend,
+                Ok(Err(e)) => {
+                    let _ = loaded_tx.send(Err(ProtocolError::from(e)));
+                    return;
+                }
+                Err(panic) => {
+                    let _ = loaded_tx.send(Err(ProtocolError::new(
+                        ErrorCode::Internal,
+                        format!("loading panicked: {}", panic_message(panic.as_ref())),
+                    )));
+                    return;
+                }
+            };
+            let info = ModelInfo {
+                family: backend.family(),
+                dim: backend.dim(),
+                max_input_tokens: backend.max_input_tokens(),
+                memory_bytes: backend.memory_bytes(),
+                load_us: micros(started.elapsed()),
+            };
+            let counters = Arc::new(Counters::default());
+            if loaded_tx.send(Ok((info, Arc::clone(&counters)))).is_err() {
+                // The load request was abandoned; nobody can reach this model.
+                return;
+            }
+            serve(&model, &backend, &counters, jobs_rx);
+            drop(backend);
+            drop(exited_tx);
+        })
+        .map_err(|e| {
+            ProtocolError::new(
+                ErrorCode::Internal,
+                format!("cannot start a model thread: {e}"),
+            )
+        })?;
+
+    let (info, counters) = loaded_rx.await.map_err(|_| {
+        ProtocolError::new(ErrorCode::Internal, "the model thread died while loading")
+    })??;
+    Ok((
+        ModelHandle {
+            name,
+            info,
+            counters,
+            jobs: jobs_tx,
+        },
+        exited_rx,
+    ))
+}
+
+/// The model thread's loop: one batch at a time, in arrival order, until every sender is gone.
+fn serve(
+    model: &str,
+    backend: &dyn Backend,
+    counters: &Counters,
+    mut jobs: mpsc::Receiver<EmbedJob>,
+) {
+    while let Some(job) = jobs.blocking_recv() {
+        let picked = Instant::now();
+        let queue_us = micros(picked.duration_since(job.enqueued));
+        if job.reply.is_closed() {
+            // Whoever asked is gone (shutdown grace ran out); computing would be wasted.
+            continue;
+        }
+        let start = SystemTime::now();
+        let result = catch_unwind(AssertUnwindSafe(|| backend.embed(&job.batch)));
+        let compute = picked.elapsed();
+        let end = SystemTime::now();
+        let compute_us = micros(compute);
+        counters.busy_us.fetch_add(compute_us, Ordering::Relaxed);
+
+        let result: Result<Embeddings, ProtocolError> = match result {
+            Ok(result) => result.map_err(ProtocolError::from),
+            Err(panic) => Err(ProtocolError::new(
+                ErrorCode::Internal,
+                format!("inference panicked: {}", panic_message(panic.as_ref())),
+            )),
+        };
+        let size = job.batch.inputs.len();
+        let tokens = result.as_ref().map_or(0, Embeddings::total_tokens);
+        trace::record(
+            "sidecar.embed",
+            &job.parents,
+            start,
+            end,
+            &[
+                KeyValue::new("shoal.model", model.to_owned()),
+                KeyValue::new("shoal.batch_size", size as i64),
+                KeyValue::new("shoal.tokens", tokens as i64),
+                KeyValue::new("shoal.queue_us", queue_us as i64),
+            ],
+            result.as_ref().err().map(|e| e.message.as_str()),
+        );
+
+        let reply = result.map(|out| {
+            counters.batches.fetch_add(1, Ordering::Relaxed);
+            counters
+                .items
+                .fetch_add(out.count() as u64, Ordering::Relaxed);
+            counters.tokens.fetch_add(tokens, Ordering::Relaxed);
+            tracing::debug!(
+                model,
+                size,
+                tokens,
+                queue_us,
+                compute_us,
+                trace_id = job.parents.first().and_then(trace::trace_id),
+                "embedded a batch"
+            );
+            EmbedDone {
+                dim: out.dim,
+                embeddings: out.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                tokens: out.tokens,
+                truncated: out.truncated,
+                queue_us,
+                compute_us,
+            }
+        });
+        let _ = job.reply.send(reply);
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Starts the single-machine Shoal cluster in the foreground: nats-server (JetStream), the
+# annotator, one worker with its sidecar, and ingress. Installs and builds whatever is missing
+# first (tools/setup/bootstrap.sh). Ctrl-C stops everything; if any process dies, the rest are
+# stopped too and the script exits non-zero.
+#
+# Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
+# LOG_LEVEL (info), and every service's own variables (see README "Configuration").
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "${root}"
+bash tools/setup/bootstrap.sh
+# shellcheck source=../setup/env.sh
+. tools/setup/env.sh
+npx nx run proto:generate --outputStyle=static >/dev/null
+
+port="${SHOAL_PORT:-8080}"
+nats_port="${SHOAL_NATS_PORT:-4222}"
+host="${SHOAL_HOST:-127.0.0.1}"
+run_dir="${SHOAL_HOME}/cluster"
+logs="${run_dir}/logs"
+mkdir -p "${logs}" "${run_dir}/nats"
+export NATS_URL="nats://127.0.0.1:${nats_port}" SHOAL_PORT="${port}" SHOAL_HOST="${host}"
+export SHOAL_SIDECAR_SOCKET="${run_dir}/sidecar.sock"
+
+pids=()
+stop_all() {
+  trap - INT TERM EXIT
+  for pid in "${pids[@]}"; do kill -TERM "${pid}" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap 'stop_all; exit 130' INT TERM
+trap stop_all EXIT
+
+start() { # name command...
+  local name="$1"
+  shift
+  "$@" >>"${logs}/${name}.log" 2>&1 &
+  pids+=("$!")
+  echo "[cluster] ${name} started (pid $!, log ${logs}/${name}.log)"
+}
+
+wait_for() { # what seconds command...
+  local what="$1" seconds="$2"
+  shift 2
+  for ((i = 0; i < seconds * 10; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    for pid in "${pids[@]}"; do
+      if ! kill -0 "${pid}" 2>/dev/null; then
+        echo "[cluster] a process exited while waiting for ${what}; logs in ${logs}" >&2
+        exit 1
+      fi
+    done
+    sleep 0.1
+  done
+  echo "[cluster] ${what} not ready after ${seconds}s; logs in ${logs}" >&2
+  exit 1
+}
+
+start nats-server "${SHOAL_NATS_SERVER}" -js -sd "${run_dir}/nats" -a 127.0.0.1 -p "${nats_port}"
+wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
+start annotator node --import tsx services/annotator/src/main.ts
+start worker node --import tsx services/worker/src/main.ts
+start ingress node --import tsx services/ingress/src/main.ts
+
+probe='{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["warm-up"]}'
+wait_for "the first embedding" 120 curl -sf "http://${host}:${port}/v1/embeddings" \
+  -H 'content-type: application/json' -d "${probe}"
+
+cat <<MSG
+[cluster] Shoal is serving on http://${host}:${port} (REST, Connect, gRPC, gRPC-Web); NATS on ${nats_port}.
+[cluster] Try: curl -s ${host}:${port}/v1/embeddings -H 'content-type: application/json' \\
+            -d '{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["hello world"]}'
+[cluster] Ctrl-C stops the cluster.
+MSG
+wait -n
+echo "[cluster] a process exited; stopping the cluster (logs in ${logs})" >&2
+exit 1
