@@ -73,7 +73,9 @@ function otlpExporterFromEnv(
   // gets the traces path appended, as the specification says.
   const tracesEndpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]);
   const endpoint = nonEmpty(env["OTEL_EXPORTER_OTLP_ENDPOINT"]);
-  const url = tracesEndpoint ?? (endpoint === undefined ? undefined : `${endpoint.replace(/\/+$/, "")}/v1/traces`);
+  const url =
+    tracesEndpoint ??
+    (endpoint === undefined ? undefined : `${endpoint.replace(/\/+$/, "")}/v1/traces`);
   if (url === undefined) return undefined;
   const protocol =
     nonEmpty(env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]) ??

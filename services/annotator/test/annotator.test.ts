@@ -1,7 +1,6 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
-import { compileCatalog } from "@shoal/config";
 import { ANNOTATE_SUBJECT } from "@shoal/jetstream";
 import {
   AnnotateResponseSchema,
@@ -11,11 +10,11 @@ import {
   type WorkItem,
 } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
-import { minilmDir, startNatsServer, type NatsServerHandle } from "@shoal/testing";
+import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { run, type RunningAnnotator } from "../src/run.js";
+import { MODEL, minilmCatalog } from "./support.js";
 
-const MODEL = "sentence-transformers/all-MiniLM-L6-v2";
 let nats: NatsServerHandle;
 let nc: NatsConnection;
 let annotator: RunningAnnotator;
@@ -23,21 +22,7 @@ const queued: { subject: string; item: WorkItem; msgId: string | undefined }[] =
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  const catalog = compileCatalog(
-    {
-      models: [
-        {
-          id: MODEL,
-          key: "all-minilm-l6-v2",
-          family: "embedding",
-          dimensions: 384,
-          maxInputTokens: 256,
-          source: { kind: "dir", path: minilmDir() },
-        },
-      ],
-    },
-    { modelsDir: "/unused" },
-  );
+  const catalog = minilmCatalog();
   annotator = await run({
     natsServers: nats.url,
     catalog,

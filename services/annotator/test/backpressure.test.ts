@@ -1,15 +1,14 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
-import { compileCatalog } from "@shoal/config";
 import { ANNOTATE_SUBJECT } from "@shoal/jetstream";
 import { AnnotateResponseSchema, ErrorCode, WorkRequestSchema } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
-import { minilmDir, startNatsServer, type NatsServerHandle } from "@shoal/testing";
+import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { run, type RunningAnnotator } from "../src/run.js";
+import { MODEL, minilmCatalog } from "./support.js";
 
-const MODEL = "sentence-transformers/all-MiniLM-L6-v2";
 let nats: NatsServerHandle;
 let nc: NatsConnection;
 let annotator: RunningAnnotator;
@@ -18,21 +17,7 @@ beforeAll(async () => {
   nats = await startNatsServer();
   annotator = await run({
     natsServers: nats.url,
-    catalog: compileCatalog(
-      {
-        models: [
-          {
-            id: MODEL,
-            key: "all-minilm-l6-v2",
-            family: "embedding",
-            dimensions: 384,
-            maxInputTokens: 256,
-            source: { kind: "dir", path: minilmDir() },
-          },
-        ],
-      },
-      { modelsDir: "/unused" },
-    ),
+    catalog: minilmCatalog(),
     stream: { maxMessages: 3 },
     logger: createLogger({ service: "annotator", level: "silent" }),
     tracer: trace.getTracer("test"),

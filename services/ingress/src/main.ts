@@ -1,7 +1,6 @@
-import { loadCatalog, modelsDir } from "@shoal/config";
 import {
   bootService,
-  defaultCatalogPath,
+  catalogFromEnv,
   envInt,
   envOptional,
   envString,
@@ -13,9 +12,7 @@ import { run } from "./run.js";
 const env = process.env;
 const booted = bootService("ingress", env);
 try {
-  const catalog = await loadCatalog(envString(env, "SHOAL_CATALOG", defaultCatalogPath()), {
-    modelsDir: modelsDir(env),
-  });
+  const catalog = await catalogFromEnv(env);
   const mode = envString(env, "SHOAL_ANNOTATOR", "remote");
   if (mode !== "remote" && mode !== "inprocess") {
     throw new Error(`SHOAL_ANNOTATOR must be remote or inprocess, got "${mode}"`);

@@ -101,7 +101,9 @@ describe("@grpc/grpc-js client", () => {
     )) as grpc.ServiceError;
     expect(err.code).toBe(grpc.status.NOT_FOUND);
     // connect-node percent-encodes grpc-message more eagerly than grpc-js's decodeURI undoes.
-    expect(decodeURIComponent(err.details)).toMatch(/available: sentence-transformers\/all-MiniLM-L6-v2/);
+    expect(decodeURIComponent(err.details)).toMatch(
+      /available: sentence-transformers\/all-MiniLM-L6-v2/,
+    );
     stub.close();
   });
 });

@@ -1,7 +1,6 @@
-import { loadCatalog, modelsDir } from "@shoal/config";
 import {
   bootService,
-  defaultCatalogPath,
+  catalogFromEnv,
   envInt,
   envList,
   envOptional,
@@ -15,9 +14,7 @@ import { run } from "./run.js";
 const env = process.env;
 const booted = bootService("worker", env);
 try {
-  const catalog = await loadCatalog(envString(env, "SHOAL_CATALOG", defaultCatalogPath()), {
-    modelsDir: modelsDir(env),
-  });
+  const catalog = await catalogFromEnv(env);
   const worker = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
     catalog,

@@ -157,7 +157,6 @@ export class ModelPuller {
     for (const p of expired) p.msg.ack();
   }
 
-
   async #execute(sidecar: SidecarClient, batch: readonly PulledItem[]): Promise<void> {
     const { nc, tracer, workerId, model } = this.#o;
     const started = Date.now();

@@ -1,15 +1,12 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace, ROOT_CONTEXT } from "@opentelemetry/api";
 import { Annotator } from "@shoal/annotation";
-import { compileCatalog, modelsDir } from "@shoal/config";
 import { Gateway, type EmbedOutcome } from "@shoal/gateway";
 import { ensureWorkStream } from "@shoal/jetstream";
 import { createLogger } from "@shoal/telemetry";
 import {
-  repoRoot,
+  defaultCatalog,
   sidecarBinary,
   startNatsServer,
   startService,
@@ -47,10 +44,7 @@ beforeAll(async () => {
   nats = await startNatsServer();
   nc = await connect({ servers: nats.url });
   await ensureWorkStream(await jetstreamManager(nc));
-  const catalog = compileCatalog(
-    JSON.parse(readFileSync(join(repoRoot(), "deploy", "catalog", "default.json"), "utf8")),
-    { modelsDir: modelsDir(process.env) },
-  );
+  const catalog = defaultCatalog();
   const logger = createLogger({ service: "test", level: "warn" });
   const tracer = trace.getTracer("test");
   gateway = await Gateway.start({
@@ -87,7 +81,8 @@ it("loses no request when the worker is SIGKILLed with 50 in flight", async () =
   for (const call of calls) call.catch(() => undefined);
   // Kill once work is flowing and the worker holds pulled, unacked items (mid-batch).
   const jsm = await jetstreamManager(nc);
-  const heldNow = async () => (await jsm.consumers.info("SHOAL_WORK", "work-all-minilm-l6-v2")).num_ack_pending;
+  const heldNow = async () =>
+    (await jsm.consumers.info("SHOAL_WORK", "work-all-minilm-l6-v2")).num_ack_pending;
   while (answered === 0 || (await heldNow()) === 0) await new Promise((r) => setTimeout(r, 5));
   first.kill("SIGKILL");
   const inFlightAtKill = texts.length - answered;

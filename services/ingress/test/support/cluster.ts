@@ -1,16 +1,13 @@
 import { trace } from "@opentelemetry/api";
-import { compileCatalog, modelsDir } from "@shoal/config";
 import { createLogger, type Tracing } from "@shoal/telemetry";
 import {
+  defaultCatalog,
   sidecarBinary,
   startNatsServer,
   startService,
   type NatsServerHandle,
   type ServiceHandle,
 } from "@shoal/testing";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { repoRoot } from "@shoal/testing";
 import { run, type RunningIngress } from "../../src/run.js";
 
 export const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
@@ -31,14 +28,6 @@ export interface TestClusterOptions {
   readonly env?: Readonly<Record<string, string>>;
   readonly tracing?: Tracing;
   readonly maxBodyBytes?: number;
-}
-
-/** The default catalog, resolved against the machine's model cache. */
-export function defaultCatalog() {
-  const path = join(repoRoot(), "deploy", "catalog", "default.json");
-  return compileCatalog(JSON.parse(readFileSync(path, "utf8")), {
-    modelsDir: modelsDir(process.env),
-  });
 }
 
 /**
