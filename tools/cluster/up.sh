@@ -25,10 +25,16 @@ export NATS_URL="nats://127.0.0.1:${nats_port}" SHOAL_PORT="${port}" SHOAL_HOST=
 export SHOAL_SIDECAR_SOCKET="${run_dir}/sidecar.sock"
 
 pids=()
+# Services stop before nats-server, so they can finish or put back their work and drain.
 stop_all() {
   trap - INT TERM EXIT
-  for pid in "${pids[@]}"; do kill -TERM "${pid}" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  local nats="${pids[0]:-}"
+  for pid in "${pids[@]:1}"; do kill -TERM "${pid}" 2>/dev/null || true; done
+  for pid in "${pids[@]:1}"; do wait "${pid}" 2>/dev/null || true; done
+  if [[ -n "${nats}" ]]; then
+    kill -TERM "${nats}" 2>/dev/null || true
+    wait "${nats}" 2>/dev/null || true
+  fi
 }
 trap 'stop_all; exit 130' INT TERM
 trap stop_all EXIT

@@ -11,7 +11,7 @@ import {
 } from "@shoal/proto";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import { Headers, workSubject } from "@shoal/jetstream";
-import { injectContext, natsHeaderCarrier, type Logger } from "@shoal/telemetry";
+import { injectContext, natsHeaderCarrier, wallClockUs, type Logger } from "@shoal/telemetry";
 import { estimatingTokenCounter, loadTokenCounter, type TokenCounter } from "./token-counter.js";
 import { lengthBucket, planParts } from "./plan.js";
 
@@ -107,7 +107,7 @@ export class Annotator implements Annotate {
         `input ${first} is longer than the model's ${model.maxInputTokens} tokens and truncate is false`,
       );
     }
-    const enqueued = BigInt(Date.now());
+    const enqueued = BigInt(wallClockUs());
     const edges = [
       ...this.#options.bucketEdges.filter((e) => e < model.maxInputTokens),
       model.maxInputTokens,
@@ -122,7 +122,7 @@ export class Annotator implements Annotate {
           priority: request.priority,
           deadlineUnixMs: request.deadlineUnixMs,
           replySubject: request.replySubject,
-          enqueuedUnixMs: enqueued,
+          enqueuedUnixUs: enqueued,
           firstInput: part.firstInput,
           maxInputTokens: part.maxInputTokens,
           totalTokens: part.totalTokens,

@@ -18,6 +18,7 @@ export {
   modelConsumerName,
 } from "./topology.js";
 export type { WorkConsumerOptions, WorkStreamOptions } from "./topology.js";
+export { connectNats, drainOrClose } from "./connection.js";
 export { pull } from "./pull.js";
 export type { PullRequest } from "./pull.js";
 export { WorkMessage, parseAckSubject } from "./work-message.js";

@@ -10,3 +10,4 @@ export type { HeaderCarrier } from "./propagation.js";
 export { createLogger } from "./logger.js";
 export type { Logger, LoggerOptions } from "./logger.js";
 export { natsHeaderCarrier } from "./nats-carrier.js";
+export { wallClockUs } from "./clock.js";

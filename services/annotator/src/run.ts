@@ -1,9 +1,13 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
 import { Annotator, serveAnnotations, type AnnotatorOptions } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
-import { ensureWorkStream, type WorkStreamOptions } from "@shoal/jetstream";
+import {
+  ensureWorkStream,
+  type WorkStreamOptions,
+  connectNats,
+  drainOrClose,
+} from "@shoal/jetstream";
 import type { Logger } from "@shoal/telemetry";
 
 export interface AnnotatorServiceOptions {
@@ -25,12 +29,7 @@ export interface RunningAnnotator {
  * so adding replicas adds annotation capacity with no coordination.
  */
 export async function run(options: AnnotatorServiceOptions): Promise<RunningAnnotator> {
-  const nc = await connect({
-    servers:
-      typeof options.natsServers === "string" ? options.natsServers : [...options.natsServers],
-    name: "shoal-annotator",
-    maxReconnectAttempts: -1,
-  });
+  const nc = await connectNats(options.natsServers, "shoal-annotator");
   await ensureWorkStream(await jetstreamManager(nc), options.stream);
   const annotator = new Annotator({
     catalog: options.catalog,
@@ -45,7 +44,7 @@ export async function run(options: AnnotatorServiceOptions): Promise<RunningAnno
   options.logger.info("annotator serving");
   return {
     async stop() {
-      await nc.drain();
+      await drainOrClose(nc);
     },
   };
 }

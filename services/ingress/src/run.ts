@@ -1,11 +1,15 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
 import { Annotator, RemoteAnnotator, type Annotate } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
 import { Gateway } from "@shoal/gateway";
-import { ensureWorkStream, type WorkStreamOptions } from "@shoal/jetstream";
+import {
+  ensureWorkStream,
+  type WorkStreamOptions,
+  connectNats,
+  drainOrClose,
+} from "@shoal/jetstream";
 import type { Logger } from "@shoal/telemetry";
 import { inferenceRoutes } from "./connect/inference-service.js";
 import { listenDual } from "./listen.js";
@@ -46,12 +50,7 @@ export interface RunningIngress {
 /** Starts the ingress: every client protocol on one port, answering from the work pipeline. */
 export async function run(options: IngressOptions): Promise<RunningIngress> {
   const { logger, tracer, catalog } = options;
-  const nc = await connect({
-    servers:
-      typeof options.natsServers === "string" ? options.natsServers : [...options.natsServers],
-    name: "shoal-ingress",
-    maxReconnectAttempts: -1,
-  });
+  const nc = await connectNats(options.natsServers, "shoal-ingress");
   let annotator: Annotate;
   if (options.annotator === "inprocess") {
     await ensureWorkStream(await jetstreamManager(nc), options.stream);
@@ -92,7 +91,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     async stop() {
       await server.close(options.shutdownGraceMs ?? 10_000);
       await gateway.close();
-      await nc.drain();
+      await drainOrClose(nc);
     },
   };
 }

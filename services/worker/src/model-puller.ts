@@ -7,7 +7,7 @@ import { pull, type WorkMessage } from "@shoal/jetstream";
 import { create } from "@bufbuild/protobuf";
 import { EmbedResultSchema, ErrorCode, TimingsSchema } from "@shoal/proto";
 import { SidecarError, type SidecarClient } from "@shoal/sidecar-client";
-import { traceparentOf, type Logger } from "@shoal/telemetry";
+import { traceparentOf, wallClockUs, type Logger } from "@shoal/telemetry";
 import { publishAnswer } from "./answers.js";
 import { decodePulled, type PulledItem } from "./pulled-item.js";
 
@@ -33,8 +33,11 @@ export interface ModelPullerOptions {
   readonly tracer: Tracer;
 }
 
-/** How long an idle pull waits on the server before asking again. */
-const LONG_POLL_MS = 5_000;
+/**
+ * How long an idle pull waits on the server before asking again. A pull request cannot be
+ * withdrawn, so this also bounds how long shutdown waits for an idle loop to notice.
+ */
+const LONG_POLL_MS = 1_000;
 
 /**
  * Pulls one model's work and runs it batch by batch. It asks for work only when it can start
@@ -83,7 +86,7 @@ export class ModelPuller {
     const first = await pull(nc, stream, consumer, { batch: 1, expiresMs: LONG_POLL_MS });
     if (first.length === 0) return;
     const pulled = await this.#decode(first);
-    const fillUntil = Date.now() + this.#o.maxFillWaitMs;
+    const fillUntil = performance.now() + this.#o.maxFillWaitMs;
     while (!this.#isStopping()) {
       // Every item carries at least one input, so asking for no more items than there are
       // free input slots keeps over-pulling (and the put-backs it costs) small.
@@ -91,8 +94,8 @@ export class ModelPuller {
       if (room <= 0) break;
       const more = await pull(nc, stream, consumer, { batch: Math.min(this.#o.pullBatch, room) });
       pulled.push(...(await this.#decode(more)));
-      if (Date.now() >= fillUntil) break;
-      if (more.length === 0) await sleep(Math.min(1, fillUntil - Date.now()));
+      if (performance.now() >= fillUntil) break;
+      if (more.length === 0) await sleep(Math.min(1, fillUntil - performance.now()));
     }
     const { batch, putBack, expired } = formBatch(pulled, this.#o.budget, Date.now());
     for (const p of putBack) p.msg.nak();
@@ -159,11 +162,11 @@ export class ModelPuller {
 
   async #execute(sidecar: SidecarClient, batch: readonly PulledItem[]): Promise<void> {
     const { nc, tracer, workerId, model } = this.#o;
-    const started = Date.now();
+    const startedUs = wallClockUs();
     const batchTokens = batch.reduce((n, p) => n + p.totalTokens, 0);
     const spans = batch.map((p) => ({
       p,
-      ...this.#traceItem(tracer, p, started, batch.length, batchTokens),
+      ...this.#traceItem(tracer, p, batch.length, batchTokens),
     }));
     const inputs = batch.flatMap((p) => p.inputTexts);
     try {
@@ -204,8 +207,8 @@ export class ModelPuller {
               }),
             },
             create(TimingsSchema, {
-              queueUs: Math.max(0, (p.pulledAtMs - Number(p.item.enqueuedUnixMs)) * 1000),
-              batchUs: Math.max(0, (started - p.pulledAtMs) * 1000),
+              queueUs: Math.max(0, p.pulledAtUs - Number(p.item.enqueuedUnixUs)),
+              batchUs: Math.max(0, startedUs - p.pulledAtUs),
               computeUs: result.computeUs,
               batchItems: inputs.length,
               batchTokens,
@@ -254,7 +257,6 @@ export class ModelPuller {
   #traceItem(
     tracer: Tracer,
     p: PulledItem,
-    batchStarted: number,
     batchItems: number,
     batchTokens: number,
   ): { span: Span; parent: typeof p.parent } {
@@ -267,22 +269,21 @@ export class ModelPuller {
       .startSpan(
         "queue.wait",
         {
-          startTime: Number(p.item.enqueuedUnixMs),
+          startTime: Number(p.item.enqueuedUnixUs) / 1000,
           attributes: { ...common, "shoal.delivery": p.msg.deliveryCount },
         },
         p.parent,
       )
-      .end(p.pulledAtMs);
+      .end(p.pulledAtUs / 1000);
     const span = tracer.startSpan(
       "worker.batch",
       {
-        startTime: p.pulledAtMs,
+        startTime: p.pulledAtUs / 1000,
         attributes: {
           ...common,
           "shoal.worker_id": this.#o.workerId,
           "shoal.batch_items": batchItems,
           "shoal.batch_tokens": batchTokens,
-          "shoal.batch_started_ms": batchStarted,
         },
       },
       p.parent,

@@ -3,7 +3,7 @@ import type { Context } from "@opentelemetry/api";
 import type { BatchCandidate } from "@shoal/batching";
 import type { WorkMessage } from "@shoal/jetstream";
 import { WorkItemSchema, type WorkItem } from "@shoal/proto";
-import { extractContext, natsHeaderCarrier } from "@shoal/telemetry";
+import { extractContext, natsHeaderCarrier, wallClockUs } from "@shoal/telemetry";
 
 /** One pulled work item, decoded, with what batch formation and tracing need. */
 export interface PulledItem extends BatchCandidate {
@@ -14,8 +14,8 @@ export interface PulledItem extends BatchCandidate {
   readonly truncate: boolean;
   /** The trace context the annotator published the item under. */
   readonly parent: Context;
-  /** Wall clock when the worker received it, Unix ms. */
-  readonly pulledAtMs: number;
+  /** Wall clock when the worker received it, Unix µs. */
+  readonly pulledAtUs: number;
 }
 
 let arrivals = 0;
@@ -36,7 +36,7 @@ export function decodePulled(msg: WorkMessage): PulledItem | undefined {
     inputTexts: inputs,
     truncate: item.task.value.truncate,
     parent: extractContext(natsHeaderCarrier(msg.headers)),
-    pulledAtMs: Date.now(),
+    pulledAtUs: wallClockUs(),
     inputs: inputs.length,
     maxInputTokens: item.maxInputTokens,
     totalTokens: item.totalTokens,

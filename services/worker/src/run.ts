@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
 import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
 import type { Catalog, ModelEntry } from "@shoal/config";
@@ -11,6 +11,8 @@ import {
   ensureWorkStream,
   type WorkConsumerOptions,
   type WorkStreamOptions,
+  connectNats,
+  drainOrClose,
 } from "@shoal/jetstream";
 import { SidecarClient } from "@shoal/sidecar-client";
 import type { Logger } from "@shoal/telemetry";
@@ -87,12 +89,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   });
   await supervisor.start();
 
-  const nc = await connect({
-    servers:
-      typeof options.natsServers === "string" ? options.natsServers : [...options.natsServers],
-    name: `shoal-worker-${workerId}`,
-    maxReconnectAttempts: -1,
-  });
+  const nc = await connectNats(options.natsServers, `shoal-worker-${workerId}`);
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);
   const maxDeliver = options.maxDeliver ?? 10;
@@ -126,7 +123,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       const grace = options.shutdownGraceMs ?? 10_000;
       const stopped = Promise.all(pullers.map((p) => p.stop()));
       await Promise.race([stopped, new Promise((r) => setTimeout(r, grace))]);
-      await nc.drain();
+      await drainOrClose(nc);
       await supervisor.stop();
       logger.info("worker stopped");
     },
