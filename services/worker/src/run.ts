@@ -14,6 +14,11 @@ import {
   connectNats,
   drainOrClose,
 } from "@shoal/jetstream";
+import {
+  compileEnsureModelOptions,
+  ensureModel,
+  type EnsureModelOptions,
+} from "@shoal/model-sources";
 import { SidecarClient } from "@shoal/sidecar-client";
 import type { Logger } from "@shoal/telemetry";
 import { ModelPuller } from "./model-puller.js";
@@ -47,6 +52,8 @@ export interface WorkerOptions {
   readonly maxDeliver?: number;
   /** Environment for the sidecar process (OTLP variables reach it this way). */
   readonly sidecarEnv: Readonly<Record<string, string | undefined>>;
+  /** How served models are fetched into the cache when missing (hub token, progress…). */
+  readonly modelSources?: EnsureModelOptions;
   /** Time to finish the batch in hand on shutdown. @default 10000 */
   readonly shutdownGraceMs?: number;
   readonly logger: Logger;
@@ -71,6 +78,8 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const models = servedModels(options.catalog, options.models);
   const socketPath = options.sidecarSocket ?? join(tmpdir(), `shoal-sidecar-${workerId}.sock`);
   const budget = compileBatchBudget(options.budget);
+  const sources = compileEnsureModelOptions({ logger, ...options.modelSources });
+  for (const model of models) await ensureModel(model, sources);
 
   const supervisor = new SidecarSupervisor({
     start: async () => {

