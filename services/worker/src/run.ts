@@ -129,9 +129,12 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     workerId,
     nc,
     async stop() {
-      const grace = options.shutdownGraceMs ?? 10_000;
-      const stopped = Promise.all(pullers.map((p) => p.stop()));
-      await Promise.race([stopped, new Promise((r) => setTimeout(r, grace))]);
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise((resolve) => {
+        timer = setTimeout(resolve, options.shutdownGraceMs ?? 10_000);
+      });
+      await Promise.race([Promise.all(pullers.map((p) => p.stop())), graceOver]);
+      clearTimeout(timer);
       await drainOrClose(nc);
       await supervisor.stop();
       logger.info("worker stopped");
