@@ -13,6 +13,11 @@ export class WorkMessage {
   readonly deliveryCount: number;
   /** Sequence in the stream; stable across redeliveries. */
   readonly streamSequence: number;
+  /**
+   * Items still waiting for this consumer when the server sent this one. Zero means the queue
+   * was drained: waiting to fill a batch would only add latency.
+   */
+  readonly pending: number;
   readonly #reply: string;
   readonly #nc: NatsConnection;
   #settled = false;
@@ -27,6 +32,7 @@ export class WorkMessage {
     const info = parseAckSubject(msg.reply);
     this.deliveryCount = info.deliveryCount;
     this.streamSequence = info.streamSequence;
+    this.pending = info.pending;
   }
 
   /** Whether ack, nak or term was already sent; a settled message takes no further acks. */
@@ -66,6 +72,7 @@ export class WorkMessage {
 interface AckInfo {
   readonly deliveryCount: number;
   readonly streamSequence: number;
+  readonly pending: number;
 }
 
 /**
@@ -81,8 +88,9 @@ export function parseAckSubject(subject: string): AckInfo {
   const offset = tokens.length === 9 ? 4 : tokens.length >= 11 ? 6 : -1;
   const delivered = Number(tokens[offset]);
   const sequence = Number(tokens[offset + 1]);
-  if (offset < 0 || !Number.isSafeInteger(delivered) || !Number.isSafeInteger(sequence)) {
+  const pending = Number(tokens[offset + 4]);
+  if (offset < 0 || ![delivered, sequence, pending].every(Number.isSafeInteger)) {
     throw new Error(`unrecognised JetStream ack subject: ${subject}`);
   }
-  return { deliveryCount: delivered, streamSequence: sequence };
+  return { deliveryCount: delivered, streamSequence: sequence, pending };
 }

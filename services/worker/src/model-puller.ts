@@ -22,7 +22,7 @@ export interface ModelPullerOptions {
    */
   readonly sidecar: () => Promise<SidecarClient>;
   readonly budget: BatchBudget;
-  /** Longest wait for more work once a batch has started filling. */
+  /** Longest time spent topping a batch up while the server reports more work queued. */
   readonly maxFillWaitMs: number;
   /** Items asked for per pull. */
   readonly pullBatch: number;
@@ -87,15 +87,18 @@ export class ModelPuller {
     if (first.length === 0) return;
     const pulled = await this.#decode(first);
     const fillUntil = performance.now() + this.#o.maxFillWaitMs;
-    while (!this.#isStopping()) {
+    // The server says how much is still queued with every message: when nothing is, the batch
+    // starts now rather than after the fill wait.
+    let queued = first.at(-1)?.pending ?? 0;
+    while (!this.#isStopping() && queued > 0) {
       // Every item carries at least one input, so asking for no more items than there are
       // free input slots keeps over-pulling (and the put-backs it costs) small.
       const room = this.#o.budget.maxInputs - pulled.reduce((n, p) => n + p.inputs, 0);
       if (room <= 0) break;
       const more = await pull(nc, stream, consumer, { batch: Math.min(this.#o.pullBatch, room) });
       pulled.push(...(await this.#decode(more)));
+      queued = more.at(-1)?.pending ?? 0;
       if (performance.now() >= fillUntil) break;
-      if (more.length === 0) await sleep(Math.min(1, fillUntil - performance.now()));
     }
     const { batch, putBack, expired } = formBatch(pulled, this.#o.budget, Date.now());
     for (const p of putBack) p.msg.nak();

@@ -39,7 +39,7 @@ export interface WorkerOptions {
   /** @default a random id */
   readonly workerId?: string;
   readonly budget?: BatchBudgetOptions;
-  /** Longest wait for more work once a batch started filling, ms. @default 2 */
+  /** Longest time spent topping a batch up while more work is queued, ms. @default 2 */
   readonly maxFillWaitMs?: number;
   /** Items asked for per top-up pull. @default 64 */
   readonly pullBatch?: number;

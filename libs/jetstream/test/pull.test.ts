@@ -1,0 +1,83 @@
+import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ensureModelConsumer, ensureWorkStream, pull, workSubject } from "../src/index.js";
+
+let nats: NatsServerHandle;
+let nc: NatsConnection;
+let js: JetStreamClient;
+let stream: string;
+let consumer: string;
+let model = 0;
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  nc = await connect({ servers: nats.url });
+  js = jetstream(nc);
+  stream = await ensureWorkStream(await jetstreamManager(nc));
+});
+
+afterAll(async () => {
+  await nc.close();
+  await nats.stop();
+});
+
+// A fresh model (own consumer and subjects) per test keeps the tests independent.
+beforeEach(async () => {
+  model++;
+  consumer = await ensureModelConsumer(await jetstreamManager(nc), stream, `m${model}`, {
+    ackWaitMs: 30_000,
+  });
+});
+
+async function publish(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await js.publish(workSubject(`m${model}`, 16), `item ${i}`);
+}
+
+describe("pull", () => {
+  it("takes only what is queued with no_wait, and reports what is still pending", async () => {
+    await publish(5);
+    const first = await pull(nc, stream, consumer, { batch: 3 });
+    expect(first.map((m) => new TextDecoder().decode(m.data))).toEqual([
+      "item 0",
+      "item 1",
+      "item 2",
+    ]);
+    expect(first.map((m) => m.pending)).toEqual([4, 3, 2]);
+    const rest = await pull(nc, stream, consumer, { batch: 10 });
+    expect(rest).toHaveLength(2);
+    expect(rest.at(-1)?.pending).toBe(0);
+    const started = performance.now();
+    expect(await pull(nc, stream, consumer, { batch: 10 })).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(1000);
+    for (const m of [...first, ...rest]) m.ack();
+  });
+
+  it("long-polls until work arrives", async () => {
+    const waiting = pull(nc, stream, consumer, { batch: 1, expiresMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    await publish(1);
+    const got = await waiting;
+    expect(got).toHaveLength(1);
+    got[0]?.ack();
+  });
+
+  it("ends an idle long poll when it expires", async () => {
+    expect(await pull(nc, stream, consumer, { batch: 1, expiresMs: 1_000 })).toEqual([]);
+  });
+
+  it("redelivers a NAKed item at once, counting the delivery", async () => {
+    await publish(1);
+    const [first] = await pull(nc, stream, consumer, { batch: 1 });
+    expect(first?.deliveryCount).toBe(1);
+    first?.nak();
+    const [again] = await pull(nc, stream, consumer, { batch: 1, expiresMs: 2_000 });
+    expect(again?.deliveryCount).toBe(2);
+    expect(again?.streamSequence).toBe(first?.streamSequence);
+    again?.ack();
+    again?.nak();
+    expect(again?.settled).toBe(true);
+    expect(await pull(nc, stream, consumer, { batch: 1 })).toEqual([]);
+  });
+});
