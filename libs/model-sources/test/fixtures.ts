@@ -3,6 +3,8 @@ import { createReadStream } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ModelEntry, ModelSource } from "@shoal/config";
+import { expect } from "vitest";
+import { ModelSourceError } from "../src/index.js";
 
 /** A catalog entry for the MiniLM model with the given source and cache directory. */
 export function minilmEntry(source: ModelSource, dir: string): ModelEntry {
@@ -53,4 +55,15 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
     },
     (error: unknown) => error,
   );
+}
+
+/** Awaits a rejection and checks it is a ModelSourceError for `reason`. */
+export async function expectFailure(
+  call: Promise<unknown>,
+  reason: ModelSourceError["reason"],
+): Promise<ModelSourceError> {
+  const error = await rejectionOf(call);
+  expect(error).toBeInstanceOf(ModelSourceError);
+  expect((error as ModelSourceError).reason).toBe(reason);
+  return error as ModelSourceError;
 }

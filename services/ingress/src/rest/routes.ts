@@ -24,9 +24,9 @@ const ROUTES: Readonly<Record<string, Readonly<Record<string, Handler>>>> = {
   "/v1/models": { GET: listModels },
 };
 
-/** True when `path` is a REST route (so the caller does not pass it to Connect). */
+/** True when `path` belongs to the REST surface (everything else goes to Connect). */
 export function isRestPath(path: string): boolean {
-  return path in ROUTES || path.startsWith("/v1/");
+  return path.startsWith("/v1/");
 }
 
 /** Dispatches one REST request; every failure becomes an error body, never a crash. */
