@@ -12,6 +12,7 @@ export {
 } from "./subjects.js";
 export { Headers } from "./headers.js";
 export {
+  DEFAULT_ACK_WAIT_MS,
   WORK_STREAM,
   ensureModelConsumer,
   ensureWorkStream,

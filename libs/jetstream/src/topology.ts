@@ -35,6 +35,8 @@ export interface WorkConsumerOptions {
 }
 
 export const WORK_STREAM = "SHOAL_WORK";
+/** Default ack wait of work consumers; see {@link WorkConsumerOptions.ackWaitMs}. */
+export const DEFAULT_ACK_WAIT_MS = 30_000;
 
 /** Creates or updates the work-queue stream every model's work goes through. */
 export async function ensureWorkStream(
@@ -85,7 +87,7 @@ export async function ensureModelConsumer(
     filter_subject: modelWorkFilter(modelKey),
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
-    ack_wait: nanos(options.ackWaitMs ?? 30_000),
+    ack_wait: nanos(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
     // Unlimited on the server: an item the server stops redelivering is lost without a word to
     // its client. Workers count deliveries and answer an item they give up on with its error.
     max_deliver: -1,

@@ -6,7 +6,7 @@ import type { ModelEntry } from "@shoal/config";
 import { pull, type WorkMessage } from "@shoal/jetstream";
 import { create } from "@bufbuild/protobuf";
 import { EmbedResultSchema, ErrorCode, TimingsSchema } from "@shoal/proto";
-import { SidecarError, type SidecarClient } from "@shoal/sidecar-client";
+import { SidecarError, SidecarTimeoutError, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf, wallClockUs, type Logger } from "@shoal/telemetry";
 import { publishAnswer } from "./answers.js";
 import { decodePulled, type PulledItem } from "./pulled-item.js";
@@ -28,6 +28,15 @@ export interface ModelPullerOptions {
   readonly pullBatch: number;
   /** Deliveries after which a failing item is answered with its error and dropped. */
   readonly maxDeliver: number;
+  /**
+   * How often items of a running batch tell JetStream they are still being worked on, so a
+   * batch longer than the ack wait is not redelivered to another worker meanwhile.
+   */
+  readonly progressIntervalMs: number;
+  /** Longest a batch may run before the sidecar is deemed stalled. */
+  readonly batchTimeoutMs: number;
+  /** Called when a batch timed out: the sidecar is replaced. */
+  readonly onStall: (reason: string) => void;
   readonly workerId: string;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -172,11 +181,15 @@ export class ModelPuller {
       ...this.#traceItem(tracer, p, batch.length, batchTokens),
     }));
     const inputs = batch.flatMap((p) => p.inputTexts);
+    const progress = setInterval(() => {
+      for (const p of batch) p.msg.working();
+    }, this.#o.progressIntervalMs);
     try {
       const result = await sidecar.embed({
         model: model.key,
         inputs,
         truncate: true,
+        timeoutMs: this.#o.batchTimeoutMs,
         traceparents: spans
           .map((s) => traceparentOf(trace.setSpan(s.parent, s.span)))
           .filter((t): t is string => t !== undefined),
@@ -234,12 +247,15 @@ export class ModelPuller {
         s.span.end();
       }
     } catch (err) {
+      if (err instanceof SidecarTimeoutError) this.#o.onStall(err.message);
       for (const s of spans) {
         s.span.recordException(err as Error);
         s.span.setStatus({ code: SpanStatusCode.ERROR });
         s.span.end();
       }
       await this.#failed(batch, err);
+    } finally {
+      clearInterval(progress);
     }
   }
 

@@ -7,12 +7,13 @@ import type { Tracer } from "@opentelemetry/api";
 import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import {
+  DEFAULT_ACK_WAIT_MS,
+  connectNats,
+  drainOrClose,
   ensureModelConsumer,
   ensureWorkStream,
   type WorkConsumerOptions,
   type WorkStreamOptions,
-  connectNats,
-  drainOrClose,
 } from "@shoal/jetstream";
 import {
   compileEnsureModelOptions,
@@ -52,6 +53,11 @@ export interface WorkerOptions {
   readonly maxDeliver?: number;
   /** Environment for the sidecar process (OTLP variables reach it this way). */
   readonly sidecarEnv: Readonly<Record<string, string | undefined>>;
+  /**
+   * Longest a batch may take before the sidecar counts as stalled and is replaced; its items
+   * go back to the queue. @default 120000
+   */
+  readonly batchTimeoutMs?: number;
   /** How served models are fetched into the cache when missing (hub token, progress…). */
   readonly modelSources?: EnsureModelOptions;
   /** Time to finish the batch in hand on shutdown. @default 10000 */
@@ -78,6 +84,8 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const models = servedModels(options.catalog, options.models);
   const socketPath = options.sidecarSocket ?? join(tmpdir(), `shoal-sidecar-${workerId}.sock`);
   const budget = compileBatchBudget(options.budget);
+  const batchTimeoutMs = options.batchTimeoutMs ?? 120_000;
+  const ackWaitMs = options.consumer?.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const sources = compileEnsureModelOptions({ logger, ...options.modelSources });
   for (const model of models) await ensureModel(model, sources);
 
@@ -90,7 +98,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         env: options.sidecarEnv,
         logger,
       });
-      const client = await SidecarClient.connect({ socketPath });
+      const client = await SidecarClient.connect({ socketPath, requestTimeoutMs: batchTimeoutMs });
       for (const model of models) await client.load(model.key, model.dir);
       return { process, client };
     },
@@ -116,6 +124,9 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         maxFillWaitMs: options.maxFillWaitMs ?? 2,
         pullBatch: options.pullBatch ?? 64,
         maxDeliver,
+        progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
+        batchTimeoutMs,
+        onStall: (reason) => void supervisor.restart(reason),
         workerId,
         logger: logger.child({ model: model.id }),
         tracer: options.tracer,

@@ -69,6 +69,11 @@ export class SidecarProcess {
     return sidecar;
   }
 
+  /** Kills a sidecar that stopped answering; its supervisor sees the exit and starts another. */
+  kill(): void {
+    this.#child.kill("SIGKILL");
+  }
+
   /** Asks the sidecar to finish in-flight work and exit; kills it after `graceMs`. */
   async stop(graceMs = 5000): Promise<void> {
     if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;

@@ -29,6 +29,17 @@ export class SidecarSupervisor {
     return (await this.#current).client;
   }
 
+  /**
+   * Replaces a sidecar that stalled (a batch outlived its timeout): kills it, and the exit
+   * handler starts a fresh one. Calls while a restart is under way are no-ops.
+   */
+  async restart(reason: string): Promise<void> {
+    const current = await this.#current?.catch(() => undefined);
+    if (current === undefined || this.#stopping) return;
+    this.#o.logger.error({ reason }, "killing a stalled sidecar");
+    current.process.kill();
+  }
+
   async stop(): Promise<void> {
     this.#stopping = true;
     const current = await this.#current?.catch(() => undefined);

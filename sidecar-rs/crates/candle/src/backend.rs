@@ -2,6 +2,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use candle_core::{DType, Device, Tensor};
+use shoal_sidecar_core::text::{INPUT_BYTES_PER_TOKEN, prefix_at_char_boundary};
 use shoal_sidecar_core::{Backend, BackendError, EmbedBatch, Embeddings, ModelFamily};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
@@ -15,14 +16,6 @@ use crate::{LoadError, Pooling, SentenceTransformersConfig};
 /// rows × heads × seq², so a large batch of long inputs is cut into several passes rather than
 /// allocating gigabytes at once.
 const TOKENS_PER_FORWARD: usize = 8192;
-
-/// Bytes of input text tokenised per allowed token. The tokenizer's working memory is tens of
-/// bytes per input byte, so a multi-megabyte input would cost gigabytes to learn that only its
-/// first few hundred tokens count. Real text needs 1–10 bytes per token (30 for a run of
-/// `[UNK]` emoji), so cutting the text at this many bytes per token leaves the kept tokens
-/// untouched; only an input that starts with tens of kilobytes of whitespace could tokenise
-/// differently, and such an input is reported as truncated.
-const INPUT_BYTES_PER_TOKEN: usize = 128;
 
 /// A sentence-embedding model on a Candle device: tokenizer, encoder, pooling, normalisation.
 pub struct CandleBackend {
@@ -195,18 +188,6 @@ impl CandleBackend {
     }
 }
 
-/// The longest prefix of `s` that is at most `max` bytes and ends on a character boundary.
-fn prefix_at_char_boundary(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 impl Backend for CandleBackend {
     fn family(&self) -> ModelFamily {
         ModelFamily::Embedding
@@ -274,18 +255,5 @@ impl Backend for CandleBackend {
             tokens,
             truncated,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::prefix_at_char_boundary;
-
-    #[test]
-    fn prefixes_end_on_char_boundaries() {
-        assert_eq!(prefix_at_char_boundary("héllo", 10), "héllo");
-        assert_eq!(prefix_at_char_boundary("héllo", 2), "h");
-        assert_eq!(prefix_at_char_boundary("héllo", 3), "hé");
-        assert_eq!(prefix_at_char_boundary("😀", 3), "");
     }
 }

@@ -1,5 +1,5 @@
 //! The runtime-independent half of the Shoal sidecar: the [`Backend`] trait every runtime
-//! implements (Candle today; an external OpenAI-compatible server and a simulated backend
+//! implements (Candle and the simulated backend today; an external OpenAI-compatible server
 //! later), the batch and result types that cross it, and the error a backend may answer with.
 //!
 //! The shape follows text-embeddings-inference's `backends/core`: the trait is tiny and
@@ -9,6 +9,7 @@ mod backend;
 mod batch;
 mod device;
 mod error;
+pub mod text;
 
 pub use backend::{Backend, ModelFamily};
 pub use batch::{EmbedBatch, Embeddings};

@@ -1,0 +1,58 @@
+import { execFileSync } from "node:child_process";
+import { ROOT_CONTEXT } from "@opentelemetry/api";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
+
+let pipeline: Pipeline;
+
+beforeEach(async () => {
+  pipeline = await startPipeline();
+});
+
+afterEach(async () => {
+  await pipeline.stop();
+});
+
+/** 32 inputs of ~256 tokens: one batch that takes seconds on a CPU sidecar. */
+const heavy = Array.from(
+  { length: 32 },
+  (_, i) => `${i} ${"a batch longer than the ack wait ".repeat(60)}`,
+);
+
+it("keeps a batch longer than the ack wait from being redelivered (in-progress)", async () => {
+  // Two workers: were the batch's ack wait to lapse, the idle one would get the item again
+  // and answer it a second time.
+  await pipeline.startWorker("slow-a", { SHOAL_ACK_WAIT_MS: "1000" });
+  await pipeline.startWorker("slow-b", { SHOAL_ACK_WAIT_MS: "1000" });
+  const started = performance.now();
+  const outcome = await pipeline.gateway.embed({ model: MINILM, inputs: heavy }, ROOT_CONTEXT);
+  // Only meaningful if the batch really outlived the ack wait.
+  expect(performance.now() - started).toBeGreaterThan(1000);
+  expect(outcome.tokens).toHaveLength(heavy.length);
+  // Long enough for a redelivered copy to be computed and answered by the other worker.
+  await new Promise((r) => setTimeout(r, 2 * (performance.now() - started)));
+  const info = await pipeline.jsm.consumers.info("SHOAL_WORK", MINILM_CONSUMER);
+  expect(info.delivered.consumer_seq).toBe(1);
+  expect(info.num_ack_pending).toBe(0);
+  expect(pipeline.gateway.duplicateAnswers).toBe(0);
+}, 120_000);
+
+it("replaces a stalled sidecar and answers its batch from the next one", async () => {
+  const worker = await pipeline.startWorker("stalls", { SHOAL_BATCH_TIMEOUT_MS: "2000" });
+  const sidecarPid = execFileSync("pgrep", ["-P", String(worker.pid), "shoal-sidecar"], {
+    encoding: "utf8",
+  }).trim();
+  expect(sidecarPid).toMatch(/^\d+$/);
+  // A real stall: the process is alive but does nothing.
+  process.kill(Number(sidecarPid), "SIGSTOP");
+  const outcome = await pipeline.gateway.embed(
+    { model: MINILM, inputs: ["stuck, then served"] },
+    ROOT_CONTEXT,
+  );
+  expect(outcome.tokens).toEqual([6]);
+  expect(worker.output()).toContain("killing a stalled sidecar");
+  const replacement = execFileSync("pgrep", ["-P", String(worker.pid), "shoal-sidecar"], {
+    encoding: "utf8",
+  }).trim();
+  expect(replacement).not.toBe(sidecarPid);
+}, 120_000);

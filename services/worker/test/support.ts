@@ -1,0 +1,79 @@
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { trace } from "@opentelemetry/api";
+import { Annotator } from "@shoal/annotation";
+import { Gateway } from "@shoal/gateway";
+import { ensureWorkStream } from "@shoal/jetstream";
+import { createLogger } from "@shoal/telemetry";
+import {
+  defaultCatalog,
+  sidecarBinary,
+  startNatsServer,
+  startService,
+  type NatsServerHandle,
+  type ServiceHandle,
+} from "@shoal/testing";
+
+export const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
+export const MINILM_CONSUMER = "work-all-minilm-l6-v2";
+
+/**
+ * The pipeline around a worker under test: nats-server, and ingress's gateway with an
+ * in-process annotator (the libs ingress is made of). Workers run as their own processes, the
+ * way the cluster runs them, so tests can kill, stop and restart them.
+ */
+export interface Pipeline {
+  readonly nats: NatsServerHandle;
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  readonly gateway: Gateway;
+  startWorker(id: string, env?: Readonly<Record<string, string>>): Promise<ServiceHandle>;
+  stop(): Promise<void>;
+}
+
+export async function startPipeline(): Promise<Pipeline> {
+  const nats = await startNatsServer();
+  const nc = await connect({ servers: nats.url });
+  const jsm = await jetstreamManager(nc);
+  await ensureWorkStream(jsm);
+  const catalog = defaultCatalog();
+  const logger = createLogger({ service: "test", level: "warn" });
+  const gateway = await Gateway.start({
+    nc,
+    catalog,
+    logger,
+    defaultTimeoutMs: 60_000,
+    annotator: new Annotator({
+      catalog,
+      js: jetstream(nc),
+      logger,
+      tracer: trace.getTracer("test"),
+    }),
+  });
+  const workers: ServiceHandle[] = [];
+  return {
+    nats,
+    nc,
+    jsm,
+    gateway,
+    async startWorker(id, env = {}) {
+      const worker = await startService("worker", {
+        env: {
+          NATS_URL: nats.url,
+          SHOAL_SIDECAR_BIN: sidecarBinary(),
+          SHOAL_WORKER_ID: id,
+          ...env,
+        },
+        readyMessage: "worker pulling",
+      });
+      workers.push(worker);
+      return worker;
+    },
+    async stop() {
+      for (const w of workers) await w.stop();
+      await gateway.close();
+      await nc.close();
+      await nats.stop();
+    },
+  };
+}
