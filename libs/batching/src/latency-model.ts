@@ -66,10 +66,14 @@ export interface LatencyModelOptions {
    */
   readonly prior?: LatencyTerms;
   /**
-   * Once fitted, an observation slower than `outlierFactor × predicted` is held out of the window
+   * Once fitted, an observation slower than `outlierFactor × predicted`, and also more than six
+   * residual standard deviations of the current fit above the prediction, is held out of the window
    * as an outlier (a GC pause, a page fault storm, a co-scheduled kernel). Only slow outliers are
    * rejected: those are what happen to latency measurements, and one would make every later
-   * batch look dear. `Infinity` turns rejection off.
+   * batch look dear. The second condition keeps a fit that is known to be loose (noisy
+   * measurements, or a window straddling two regimes) from rejecting honest observations of small
+   * batches, whose prediction rests mostly on the least certain term, the fixed one. `Infinity`
+   * turns rejection off.
    *
    * @default 3
    */
@@ -125,6 +129,9 @@ export interface LatencyModel {
  * above 100): the data then cannot tell a per-row cost from a per-token cost.
  */
 const MIN_INDEPENDENT_SPREAD = 0.01;
+
+/** Residual standard deviations above the prediction an observation must also exceed to be an outlier. */
+const OUTLIER_SIGMAS = 6;
 
 /** Pivot below which a scaled subset system is deemed singular. */
 const SINGULAR_PIVOT = 1e-12;
@@ -190,8 +197,8 @@ export function compileLatencyModelOptions(
  *   equally good solutions, and any blend would still pick one of them arbitrarily. It switches
  *   back to the prior if the window becomes degenerate again. A workload whose rows all have the
  *   same length keeps `paddedTokens = L × sequences` and therefore stays on the prior.
- * - **Outliers**: once fitted, an observation slower than `outlierFactor ×` the prediction is
- *   held out; `outlierRunLength` consecutive ones are admitted together as a regime change.
+ * - **Outliers**: once fitted, an observation slower than `outlierFactor ×` the prediction, and
+ *   more than six residual standard deviations above it, is held out; `outlierRunLength` consecutive ones are admitted together as a regime change.
  *   Before the first fit there is nothing trustworthy to compare against, so everything is
  *   admitted; one spike then stays in the window until `window` newer observations push it out.
  *
@@ -217,6 +224,8 @@ class WindowedLatencyModel implements LatencyModel {
   #a: number;
   #b: number;
   #c: number;
+  /** Residual standard deviation of the current fit, in microseconds. */
+  #sigma = 0;
   #coefficients: LatencyCoefficients;
 
   constructor(options: CompiledLatencyModelOptions) {
@@ -262,7 +271,12 @@ class WindowedLatencyModel implements LatencyModel {
         `latency model: micros must be finite and not negative, got ${String(micros)}`,
       );
     }
-    if (this.#coefficients.fitted && micros > this.#o.outlierFactor * this.predict(observation)) {
+    const predicted = this.predict(observation);
+    if (
+      this.#coefficients.fitted &&
+      micros > this.#o.outlierFactor * predicted &&
+      micros - predicted > OUTLIER_SIGMAS * this.#sigma
+    ) {
       this.#rejected += 1;
       this.#heldSequences[this.#held] = sequences;
       this.#heldTokens[this.#held] = paddedTokens;
@@ -270,11 +284,7 @@ class WindowedLatencyModel implements LatencyModel {
       this.#held += 1;
       if (this.#held < this.#o.outlierRunLength) return;
       for (let i = 0; i < this.#held; i += 1) {
-        this.#push(
-          this.#heldSequences[i] ?? 0,
-          this.#heldTokens[i] ?? 0,
-          this.#heldMicros[i] ?? 0,
-        );
+        this.#push(this.#heldSequences[i] ?? 0, this.#heldTokens[i] ?? 0, this.#heldMicros[i] ?? 0);
       }
     } else {
       this.#push(sequences, paddedTokens, micros);
@@ -292,19 +302,23 @@ class WindowedLatencyModel implements LatencyModel {
   }
 
   #refit(): void {
-    const terms = this.#count >= this.#o.minSamples ? this.#fit() : undefined;
-    if (terms === undefined) {
+    const fit = this.#count >= this.#o.minSamples ? this.#fit() : undefined;
+    if (fit === undefined) {
       this.#a = this.#o.prior.fixedUs;
       this.#b = this.#o.prior.perSequenceUs;
       this.#c = this.#o.prior.perPaddedTokenUs;
     } else {
-      [this.#a, this.#b, this.#c] = terms;
+      [this.#a, this.#b, this.#c] = fit.terms;
+      this.#sigma = Math.sqrt(fit.residual / Math.max(1, this.#count - 3));
     }
-    this.#coefficients = this.#snapshot(terms !== undefined);
+    this.#coefficients = this.#snapshot(fit !== undefined);
   }
 
-  /** The constrained least-squares terms, or `undefined` when the window's design is degenerate. */
-  #fit(): [number, number, number] | undefined {
+  /**
+   * The constrained least-squares terms and their residual sum of squares, or `undefined` when
+   * the window's design is degenerate.
+   */
+  #fit(): { terms: [number, number, number]; residual: number } | undefined {
     const n = this.#count;
     const s = this.#sequences;
     const p = this.#tokens;
@@ -349,9 +363,7 @@ class WindowedLatencyModel implements LatencyModel {
       }
     }
     const scale = gram.map((r, j) => Math.sqrt(r[j] ?? 1));
-    const scaledGram = gram.map((r, j) =>
-      r.map((v, k) => v / ((scale[j] ?? 1) * (scale[k] ?? 1))),
-    );
+    const scaledGram = gram.map((r, j) => r.map((v, k) => v / ((scale[j] ?? 1) * (scale[k] ?? 1))));
     const scaledRhs = rhs.map((v, j) => v / (scale[j] ?? 1));
 
     let best: [number, number, number] = [0, 0, 0];
@@ -373,7 +385,7 @@ class WindowedLatencyModel implements LatencyModel {
         bestResidual = residual;
       }
     }
-    return best;
+    return { terms: best, residual: bestResidual };
   }
 
   /** Residual sum of squares over the window, summed directly to avoid cancellation. */

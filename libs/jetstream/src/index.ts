@@ -5,20 +5,28 @@
 export {
   ANNOTATE_SUBJECT,
   ANNOTATOR_QUEUE,
+  DEAD_PREFIX,
   WORK_PREFIX,
+  deadLetterSubject,
   modelWorkFilter,
   replySubject,
   workSubject,
 } from "./subjects.js";
 export { Headers } from "./headers.js";
 export {
+  DEAD_LETTER_STREAM,
   DEFAULT_ACK_WAIT_MS,
   WORK_STREAM,
+  ensureDeadLetterStream,
   ensureModelConsumer,
   ensureWorkStream,
   modelConsumerName,
 } from "./topology.js";
-export type { WorkConsumerOptions, WorkStreamOptions } from "./topology.js";
+export type {
+  DeadLetterStreamOptions,
+  WorkConsumerOptions,
+  WorkStreamOptions,
+} from "./topology.js";
 export { connectNats, drainOrClose } from "./connection.js";
 export { pull } from "./pull.js";
 export type { PullRequest } from "./pull.js";

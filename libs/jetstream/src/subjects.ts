@@ -5,9 +5,11 @@
  *   shoal.work.v1.<model-key>.b<bucket>   JetStream, stream SHOAL_WORK
  *   shoal.reply.v1.<ingress-id>           core NATS, one subscription per ingress process
  *   shoal.annotate.v1                     core NATS request/reply, queue group "annotator"
+ *   shoal.dead.v1.<model-key>             JetStream, stream SHOAL_DEAD: items workers gave up on
  */
 export const WORK_PREFIX = "shoal.work.v1";
 export const ANNOTATE_SUBJECT = "shoal.annotate.v1";
+export const DEAD_PREFIX = "shoal.dead.v1";
 export const ANNOTATOR_QUEUE = "annotator";
 
 const TOKEN = /^[A-Za-z0-9_-]+$/;
@@ -20,6 +22,11 @@ export function workSubject(modelKey: string, bucket: number): string {
 /** Filter that matches all of a model's work, whatever the bucket. */
 export function modelWorkFilter(modelKey: string): string {
   return `${WORK_PREFIX}.${checkToken(modelKey)}.>`;
+}
+
+/** Where a model's dead-lettered items go. */
+export function deadLetterSubject(modelKey: string): string {
+  return `${DEAD_PREFIX}.${checkToken(modelKey)}`;
 }
 
 /** Where one ingress process receives the answers to the requests it holds. */

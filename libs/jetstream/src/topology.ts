@@ -8,7 +8,7 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { WORK_PREFIX, modelWorkFilter } from "./subjects.js";
+import { DEAD_PREFIX, WORK_PREFIX, modelWorkFilter } from "./subjects.js";
 
 export interface WorkStreamOptions {
   /** @default "SHOAL_WORK" */
@@ -105,4 +105,44 @@ export async function ensureModelConsumer(
 
 function isNotFound(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.status === 404;
+}
+
+export const DEAD_LETTER_STREAM = "SHOAL_DEAD";
+
+export interface DeadLetterStreamOptions {
+  /** @default "SHOAL_DEAD" */
+  readonly name?: string;
+  /** Kept this long for an operator to inspect or replay. @default 7 days */
+  readonly maxAgeMs?: number;
+  /** Oldest entries go first past this size. @default 256 MiB */
+  readonly maxBytes?: number;
+}
+
+/**
+ * Creates or updates the stream where workers put items they gave up on, with the reason, so
+ * poison work is kept for inspection instead of vanishing. Limits retention: entries age out.
+ */
+export async function ensureDeadLetterStream(
+  jsm: JetStreamManager,
+  options: DeadLetterStreamOptions = {},
+): Promise<string> {
+  const name = options.name ?? DEAD_LETTER_STREAM;
+  const config = {
+    name,
+    subjects: [`${DEAD_PREFIX}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: nanos(options.maxAgeMs ?? 7 * 24 * 3_600_000),
+    max_bytes: options.maxBytes ?? 256 * 1024 ** 2,
+    num_replicas: 1,
+  };
+  try {
+    await jsm.streams.info(name);
+    await jsm.streams.update(name, config);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.streams.add(config);
+  }
+  return name;
 }

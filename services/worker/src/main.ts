@@ -30,6 +30,7 @@ try {
     maxFillWaitMs: envInt(env, "SHOAL_MAX_FILL_WAIT_MS"),
     consumer: { ackWaitMs: envInt(env, "SHOAL_ACK_WAIT_MS") },
     batchTimeoutMs: envInt(env, "SHOAL_BATCH_TIMEOUT_MS"),
+    maxDeliver: envInt(env, "SHOAL_MAX_DELIVER"),
     sidecarEnv: { ...env, OTEL_SERVICE_NAME: env["OTEL_SIDECAR_SERVICE_NAME"] ?? "shoal-sidecar" },
     modelSources: { env },
     logger: booted.logger,

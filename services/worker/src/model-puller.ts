@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { context, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
 import { formBatch, type BatchBudget } from "@shoal/batching";
@@ -9,10 +10,13 @@ import { EmbedResultSchema, ErrorCode, TimingsSchema } from "@shoal/proto";
 import { SidecarError, SidecarTimeoutError, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf, wallClockUs, type Logger } from "@shoal/telemetry";
 import { publishAnswer } from "./answers.js";
+import { deadLetter } from "./dead-letter.js";
 import { decodePulled, type PulledItem } from "./pulled-item.js";
 
 export interface ModelPullerOptions {
   readonly nc: NatsConnection;
+  /** Publishes to the dead-letter stream. */
+  readonly js: JetStreamClient;
   readonly stream: string;
   readonly consumer: string;
   readonly model: ModelEntry;
@@ -120,9 +124,9 @@ export class ModelPuller {
   }
 
   /**
-   * Decodes pulled messages. A malformed one is terminated. One delivered more than
+   * Decodes pulled messages. A malformed one is dead-lettered. One delivered more than
    * `maxDeliver` times (it keeps failing, or keeps taking its worker down) is answered with an
-   * error and terminated, so a poison item never circulates and its client hears why.
+   * error and dead-lettered, so a poison item never circulates and its client hears why.
    */
   async #decode(messages: readonly WorkMessage[]): Promise<PulledItem[]> {
     const items: PulledItem[] = [];
@@ -132,9 +136,9 @@ export class ModelPuller {
       if (item === undefined) {
         this.#o.logger.error(
           { subject: msg.subject, seq: msg.streamSequence },
-          "malformed work item dropped",
+          "malformed work item dead-lettered",
         );
-        msg.term("malformed work item");
+        await deadLetter(this.#o.js, this.#o.model.key, msg, "malformed work item", this.#o.logger);
       } else if (msg.deliveryCount > this.#o.maxDeliver) {
         exhausted.push(item);
       } else {
@@ -145,7 +149,7 @@ export class ModelPuller {
     return items;
   }
 
-  /** Answers items with an error and removes them from the queue. */
+  /** Answers items with an error and moves them to the dead-letter stream. */
   async #giveUp(items: readonly PulledItem[], message: string): Promise<void> {
     if (items.length === 0) return;
     for (const p of items) {
@@ -156,7 +160,9 @@ export class ModelPuller {
       });
     }
     await this.#o.nc.flush();
-    for (const p of items) p.msg.term(message);
+    for (const p of items) {
+      await deadLetter(this.#o.js, this.#o.model.key, p.msg, message, this.#o.logger);
+    }
   }
 
   async #answerExpired(expired: readonly PulledItem[]): Promise<void> {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
 import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
@@ -10,6 +10,7 @@ import {
   DEFAULT_ACK_WAIT_MS,
   connectNats,
   drainOrClose,
+  ensureDeadLetterStream,
   ensureModelConsumer,
   ensureWorkStream,
   type WorkConsumerOptions,
@@ -109,6 +110,8 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const nc = await connectNats(options.natsServers, `shoal-worker-${workerId}`);
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);
+  await ensureDeadLetterStream(jsm);
+  const js = jetstream(nc);
   const maxDeliver = options.maxDeliver ?? 10;
   const pullers: ModelPuller[] = [];
   for (const model of models) {
@@ -116,6 +119,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     pullers.push(
       new ModelPuller({
         nc,
+        js,
         stream,
         consumer,
         model,

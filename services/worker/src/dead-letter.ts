@@ -1,0 +1,31 @@
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import { Headers, deadLetterSubject, type WorkMessage } from "@shoal/jetstream";
+import type { Logger } from "@shoal/telemetry";
+
+/**
+ * Keeps an item the worker gives up on in the dead-letter stream, bytes unchanged, with why,
+ * how often it was delivered and where it came from; then removes it from the work queue.
+ * Should the dead-letter stream refuse it, the item is still removed (the reason is logged):
+ * a poison item must not circulate either way.
+ */
+export async function deadLetter(
+  js: JetStreamClient,
+  modelKey: string,
+  msg: WorkMessage,
+  reason: string,
+  logger: Logger,
+): Promise<void> {
+  const hdrs = natsHeaders();
+  hdrs.set(Headers.deadReason, reason);
+  hdrs.set(Headers.deadDeliveries, String(msg.deliveryCount));
+  hdrs.set(Headers.deadSubject, msg.subject);
+  const requestId = msg.headers?.get(Headers.requestId);
+  if (requestId !== undefined && requestId !== "") hdrs.set(Headers.requestId, requestId);
+  try {
+    await js.publish(deadLetterSubject(modelKey), msg.data, { headers: hdrs });
+  } catch (err) {
+    logger.error({ err, seq: msg.streamSequence, reason }, "dead-letter publish failed");
+  }
+  msg.term(reason);
+}
