@@ -11,7 +11,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-all_steps=(node nats-server models sidecar)
+all_steps=(node nats-server models python-clients sidecar)
 steps=()
 skips=()
 for arg in "$@"; do

@@ -13,6 +13,7 @@ import type { Catalog, ModelEntry } from "@shoal/config";
 import { Headers, workSubject } from "@shoal/jetstream";
 import { injectContext, natsHeaderCarrier, wallClockUs, type Logger } from "@shoal/telemetry";
 import { estimatingTokenCounter, loadTokenCounter, type TokenCounter } from "./token-counter.js";
+import type { Backlog } from "./backlog.js";
 import { lengthBucket, planParts } from "./plan.js";
 
 export interface AnnotatorOptions {
@@ -31,6 +32,8 @@ export interface AnnotatorOptions {
   readonly bucketEdges?: readonly number[];
   /** How long to wait for JetStream to store a part. @default 5000 */
   readonly publishTimeoutMs?: number;
+  /** Per-model queue bounds; without it only the stream's own limits apply. */
+  readonly backlog?: Backlog;
 }
 
 /** Something that turns an accepted request into queued work: in process, or over NATS. */
@@ -44,7 +47,8 @@ export interface Annotate {
  * to the work stream. It never waits on compute, so it scales out horizontally.
  */
 export class Annotator implements Annotate {
-  readonly #options: Required<AnnotatorOptions>;
+  readonly #options: Required<Omit<AnnotatorOptions, "backlog">> &
+    Pick<AnnotatorOptions, "backlog">;
   readonly #counters = new Map<string, Promise<TokenCounter>>();
 
   constructor(options: AnnotatorOptions) {
@@ -85,6 +89,12 @@ export class Annotator implements Annotate {
     const model = this.#options.catalog.find(request.model);
     if (model === undefined) {
       return failure(ErrorCode.NOT_FOUND, `model "${request.model}" is not served here`);
+    }
+    if (this.#options.backlog?.full(model.key) === true) {
+      return failure(
+        ErrorCode.RESOURCE_EXHAUSTED,
+        `model "${model.id}" has ${this.#options.backlog.queued(model.key)} items queued (limit ${this.#options.backlog.limit}); retry shortly`,
+      );
     }
     if (request.task.case !== "embed") {
       return failure(ErrorCode.INVALID_ARGUMENT, "request carries no task");

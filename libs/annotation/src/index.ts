@@ -4,6 +4,8 @@
  */
 export { Annotator } from "./annotator.js";
 export type { Annotate, AnnotatorOptions } from "./annotator.js";
+export { Backlog } from "./backlog.js";
+export type { BacklogOptions } from "./backlog.js";
 export { RemoteAnnotator, serveAnnotations } from "./remote.js";
 export type { RemoteAnnotatorOptions } from "./remote.js";
 export { lengthBucket, planParts } from "./plan.js";

@@ -17,6 +17,7 @@ try {
     catalog,
     partMaxPaddedTokens: envInt(env, "SHOAL_PART_MAX_PADDED_TOKENS"),
     partMaxInputs: envInt(env, "SHOAL_PART_MAX_INPUTS"),
+    maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),
     logger: booted.logger,
     tracer: booted.tracing.tracer,
   });

@@ -1,6 +1,6 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Tracer } from "@opentelemetry/api";
-import { Annotator, serveAnnotations, type AnnotatorOptions } from "@shoal/annotation";
+import { Annotator, Backlog, serveAnnotations, type AnnotatorOptions } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
 import {
   ensureWorkStream,
@@ -16,6 +16,8 @@ export interface AnnotatorServiceOptions {
   readonly stream?: WorkStreamOptions;
   readonly partMaxPaddedTokens?: AnnotatorOptions["partMaxPaddedTokens"];
   readonly partMaxInputs?: AnnotatorOptions["partMaxInputs"];
+  /** Items queued for one model past which its new work is refused with 429. @default 50000 */
+  readonly maxQueuedPerModel?: number;
   readonly logger: Logger;
   readonly tracer: Tracer;
 }
@@ -30,8 +32,18 @@ export interface RunningAnnotator {
  */
 export async function run(options: AnnotatorServiceOptions): Promise<RunningAnnotator> {
   const nc = await connectNats(options.natsServers, "shoal-annotator");
-  await ensureWorkStream(await jetstreamManager(nc), options.stream);
+  const jsm = await jetstreamManager(nc);
+  const stream = await ensureWorkStream(jsm, options.stream);
+  const backlog = new Backlog({
+    jsm,
+    stream,
+    catalog: options.catalog,
+    maxQueuedPerModel: options.maxQueuedPerModel,
+    logger: options.logger,
+  });
+  await backlog.start();
   const annotator = new Annotator({
+    backlog,
     catalog: options.catalog,
     js: jetstream(nc),
     logger: options.logger,
@@ -44,6 +56,7 @@ export async function run(options: AnnotatorServiceOptions): Promise<RunningAnno
   options.logger.info("annotator serving");
   return {
     async stop() {
+      backlog.stop();
       await drainOrClose(nc);
     },
   };

@@ -26,6 +26,7 @@ try {
     maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),
     defaultTimeoutMs: envInt(env, "SHOAL_DEFAULT_TIMEOUT_MS"),
     maxPending: envInt(env, "SHOAL_MAX_PENDING"),
+    maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),
     logger: booted.logger,
     tracer: booted.tracing.tracer,
   });

@@ -1,7 +1,7 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Tracer } from "@opentelemetry/api";
-import { Annotator, RemoteAnnotator, type Annotate } from "@shoal/annotation";
+import { Annotator, Backlog, RemoteAnnotator, type Annotate } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
 import { Gateway } from "@shoal/gateway";
 import {
@@ -33,6 +33,8 @@ export interface IngressOptions {
   readonly defaultTimeoutMs?: number;
   /** Requests held at once before new ones get 429. @default 10000 */
   readonly maxPending?: number;
+  /** With `annotator: "inprocess"`: items queued per model before 429. @default 50000 */
+  readonly maxQueuedPerModel?: number;
   /** Only used with `annotator: "inprocess"`, which creates the stream itself. */
   readonly stream?: WorkStreamOptions;
   /** Time open connections get to finish on shutdown, ms. @default 10000 */
@@ -52,9 +54,19 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   const { logger, tracer, catalog } = options;
   const nc = await connectNats(options.natsServers, "shoal-ingress");
   let annotator: Annotate;
+  let backlog: Backlog | undefined;
   if (options.annotator === "inprocess") {
-    await ensureWorkStream(await jetstreamManager(nc), options.stream);
-    annotator = new Annotator({ catalog, js: jetstream(nc), logger, tracer });
+    const jsm = await jetstreamManager(nc);
+    const stream = await ensureWorkStream(jsm, options.stream);
+    backlog = new Backlog({
+      jsm,
+      stream,
+      catalog,
+      maxQueuedPerModel: options.maxQueuedPerModel,
+      logger,
+    });
+    await backlog.start();
+    annotator = new Annotator({ catalog, js: jetstream(nc), logger, tracer, backlog });
   } else {
     annotator = new RemoteAnnotator({ nc });
   }
@@ -91,6 +103,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     async stop() {
       await server.close(options.shutdownGraceMs ?? 10_000);
       await gateway.close();
+      backlog?.stop();
       await drainOrClose(nc);
     },
   };

@@ -56,3 +56,16 @@ it("replaces a stalled sidecar and answers its batch from the next one", async (
   }).trim();
   expect(replacement).not.toBe(sidecarPid);
 }, 120_000);
+
+it("finishes the batch in hand on SIGTERM, then exits cleanly", async () => {
+  const worker = await pipeline.startWorker("draining");
+  const answer = pipeline.gateway.embed({ model: MINILM, inputs: heavy }, ROOT_CONTEXT);
+  const held = async () =>
+    (await pipeline.jsm.consumers.info("SHOAL_WORK", MINILM_CONSUMER)).num_ack_pending;
+  while ((await held()) === 0) await new Promise((r) => setTimeout(r, 10));
+  worker.kill("SIGTERM");
+  const outcome = await answer;
+  expect(outcome.tokens).toHaveLength(heavy.length);
+  expect((await worker.exited).code).toBe(0);
+  expect(await held()).toBe(0);
+}, 120_000);

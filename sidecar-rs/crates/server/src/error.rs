@@ -2,6 +2,7 @@
 
 use shoal_sidecar_candle::LoadError;
 use shoal_sidecar_core::BackendError;
+use shoal_sidecar_sim::SimError;
 
 /// The protocol's `error.code` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +88,17 @@ impl From<BackendError> for ProtocolError {
 impl From<LoadError> for ProtocolError {
     fn from(e: LoadError) -> Self {
         Self::new(ErrorCode::LoadFailed, e.to_string())
+    }
+}
+
+impl From<SimError> for ProtocolError {
+    fn from(e: SimError) -> Self {
+        let code = if e.is_bad_parameters() {
+            ErrorCode::BadRequest
+        } else {
+            ErrorCode::LoadFailed
+        };
+        Self::new(code, e.to_string())
     }
 }
 

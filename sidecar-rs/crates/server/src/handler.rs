@@ -9,10 +9,11 @@ use shoal_sidecar_core::EmbedBatch;
 use tokio::sync::oneshot;
 
 use crate::error::{ErrorCode, ProtocolError};
+use crate::options::BackendKind;
 use crate::registry::Registry;
 use crate::request::{self, Limits, Op, Request};
 use crate::response;
-use crate::runner::EmbedJob;
+use crate::runner::{EmbedJob, LoadSpec};
 use crate::trace;
 
 /// What every connection shares.
@@ -21,6 +22,8 @@ pub(crate) struct State {
     pub limits: Limits,
     pub started: Instant,
     pub device: String,
+    /// The backend a `load` that names none uses (`--backend`).
+    pub backend: BackendKind,
 }
 
 /// Answers `body`. Never fails: every problem becomes an error response.
@@ -90,7 +93,10 @@ async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, Protoc
             id,
             &response::Health {
                 version: env!("CARGO_PKG_VERSION"),
-                backend: state.registry.runtime().backend_name(),
+                backend: match state.backend {
+                    BackendKind::Sim => BackendKind::Sim.as_str(),
+                    BackendKind::Candle => state.registry.runtime().backend_name(),
+                },
                 device: &state.device,
             },
         )),
@@ -101,11 +107,31 @@ async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, Protoc
                 models: state.registry.stats(),
             },
         )),
-        Op::Load { model, path } => {
-            let handle = state.registry.load(model, PathBuf::from(path)).await?;
+        Op::Load {
+            model,
+            path,
+            backend,
+            sim,
+        } => {
+            let backend = backend.unwrap_or(state.backend);
+            let spec = match (backend, path, sim) {
+                (BackendKind::Candle, None, _) => {
+                    return Err(ProtocolError::bad_request(
+                        "`path` is required for the candle backend",
+                    ));
+                }
+                (BackendKind::Candle, Some(_), Some(_)) => {
+                    return Err(ProtocolError::bad_request(
+                        "`sim` is only valid with backend `sim`",
+                    ));
+                }
+                (backend, path, sim) => LoadSpec::new(backend, path.map(PathBuf::from), sim),
+            };
+            let handle = state.registry.load(model, spec).await?;
             tracing::info!(
                 model,
                 path,
+                backend = backend.as_str(),
                 memory_bytes = handle.info.memory_bytes,
                 load_us = handle.info.load_us,
                 "loaded a model"

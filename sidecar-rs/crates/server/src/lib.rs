@@ -29,11 +29,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use error::{ErrorCode, ProtocolError, ServerError};
-pub use options::{ModelArg, Options};
+pub use options::{BackendKind, ModelArg, Options};
 
 use connection::ConnectionLimits;
 use handler::State;
 use registry::Registry;
+use runner::LoadSpec;
 use request::Limits;
 
 /// A sidecar that is bound and has its `--model`s loaded, but is not accepting yet.
@@ -63,6 +64,7 @@ impl Sidecar {
             },
             started: Instant::now(),
             device: options.device.to_string(),
+            backend: options.backend,
         });
         let sidecar = Self {
             listener,
@@ -79,7 +81,10 @@ impl Sidecar {
             let handle = sidecar
                 .state
                 .registry
-                .load(&model.name, model.dir.clone())
+                .load(
+                    &model.name,
+                    LoadSpec::new(options.backend, Some(model.dir.clone()), None),
+                )
                 .await
                 .map_err(|error| {
                     sidecar.remove_socket();
@@ -91,6 +96,7 @@ impl Sidecar {
             tracing::info!(
                 model = model.name,
                 dir = %model.dir.display(),
+                backend = options.backend.as_str(),
                 memory_bytes = handle.info.memory_bytes,
                 load_us = handle.info.load_us,
                 "preloaded a model"

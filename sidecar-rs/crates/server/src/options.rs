@@ -46,6 +46,12 @@ pub struct Options {
     #[clap(long, env = "SHOAL_SIDECAR_EXIT_ON_STDIN_EOF")]
     pub exit_on_stdin_eof: bool,
 
+    /// Backend every `load` (and `--model`) uses unless it names one: `candle` computes, `sim`
+    /// only sleeps as long as the calibrated cost model says (`minilm-l6-cpu` profile), so a
+    /// whole sidecar can be simulated for scale tests. `health` then reports backend `sim`.
+    #[clap(long, env = "SHOAL_SIDECAR_BACKEND", value_enum, default_value_t = BackendKind::Candle)]
+    pub backend: BackendKind,
+
     /// Accelerator to run on: `cpu`, `cuda` or `cuda:N` (CUDA needs the `cuda` build feature).
     #[clap(long, env = "SHOAL_SIDECAR_DEVICE", default_value = "cpu")]
     pub device: DeviceSpec,
@@ -71,6 +77,7 @@ impl Options {
             max_in_flight: 1024,
             model_queue: 256,
             exit_on_stdin_eof: false,
+            backend: BackendKind::Candle,
             device: DeviceSpec::Cpu,
             shutdown_grace_ms: 30_000,
         }
@@ -78,6 +85,35 @@ impl Options {
 
     pub(crate) fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)
+    }
+}
+
+/// Which runtime a model is loaded on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum BackendKind {
+    /// Real compute with Candle on the sidecar's device.
+    #[default]
+    Candle,
+    /// The simulated backend: a calibrated cost model, no compute.
+    Sim,
+}
+
+impl BackendKind {
+    /// The wire spelling of `load`'s `backend` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Candle => "candle",
+            BackendKind::Sim => "sim",
+        }
+    }
+
+    /// The backend called `name` on the wire.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "candle" => Some(BackendKind::Candle),
+            "sim" => Some(BackendKind::Sim),
+            _ => None,
+        }
     }
 }
 

@@ -1,7 +1,6 @@
 //! Which models are resident, and the only place that loads and unloads them.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -10,7 +9,7 @@ use tokio::sync::oneshot;
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::response::ModelStats;
-use crate::runner::{self, ModelHandle};
+use crate::runner::{self, LoadSpec, ModelHandle};
 
 enum Slot {
     /// A load is under way; the name is taken.
@@ -60,11 +59,11 @@ impl Registry {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Loads `dir` as `name` on a new model thread.
+    /// Loads `spec` as `name` on a new model thread.
     pub(crate) async fn load(
         &self,
         name: &str,
-        dir: PathBuf,
+        spec: LoadSpec,
     ) -> Result<Arc<ModelHandle>, ProtocolError> {
         {
             let mut slots = self.slots();
@@ -82,7 +81,7 @@ impl Registry {
             armed: true,
         };
         let (handle, exited) =
-            runner::start(name.to_owned(), dir, self.runtime.clone(), self.queue).await?;
+            runner::start(name.to_owned(), spec, self.runtime.clone(), self.queue).await?;
         let handle = Arc::new(handle);
         guard.armed = false;
         self.slots().insert(

@@ -2,6 +2,8 @@
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Malformed, Reader};
+use crate::options::BackendKind;
+use shoal_sidecar_sim::{SimOverrides, SimParams};
 
 /// A decoded request, borrowing its strings from the frame body.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +20,12 @@ pub(crate) enum Op<'a> {
     Stats,
     Load {
         model: &'a str,
-        path: &'a str,
+        /// Required for Candle; for the simulated backend it only supplies the tokenizer.
+        path: Option<&'a str>,
+        /// `None` leaves the choice to `--backend`.
+        backend: Option<BackendKind>,
+        /// The `sim` map, resolved against its calibration profile and range-checked.
+        sim: Option<SimParams>,
     },
     Unload {
         model: &'a str,
@@ -93,8 +100,16 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
                         "`path` must not be empty",
                     )));
                 }
-                Some(path) => path,
-                None => return Err(reject(missing("path"))),
+                path => path,
+            },
+            backend: fields.backend,
+            sim: match &fields.sim {
+                Some(overrides) => Some(
+                    overrides
+                        .resolve()
+                        .map_err(|e| reject(ProtocolError::from(e)))?,
+                ),
+                None => None,
             },
         },
         "unload" => Op::Unload {
@@ -205,6 +220,8 @@ struct Fields<'a> {
     inputs: Option<Vec<&'a str>>,
     truncate: Option<bool>,
     traceparents: Option<Vec<&'a str>>,
+    backend: Option<BackendKind>,
+    sim: Option<SimOverrides>,
 }
 
 impl<'a> Fields<'a> {
@@ -237,6 +254,16 @@ impl<'a> Fields<'a> {
                     fields.model = Some(string("model", value)?)
                 }
                 ("load", b"path") => fields.path = Some(string("path", value)?),
+                ("load", b"backend") => {
+                    let name = string("backend", value)?;
+                    fields.backend = Some(BackendKind::from_name(name).ok_or_else(|| {
+                        ProtocolError::bad_request(format!(
+                            "`backend` must be `candle` or `sim`, got `{}`",
+                            name.escape_debug()
+                        ))
+                    })?)
+                }
+                ("load", b"sim") => fields.sim = Some(sim_overrides(&mut r, value)?),
                 ("embed", b"truncate") => match value {
                     Item::Bool(v) => fields.truncate = Some(v),
                     other => return Err(wrong_type("truncate", "a bool", other)),
@@ -264,6 +291,68 @@ impl<'a> Fields<'a> {
             Some(model) => Ok(model),
             None => Err(missing("model")),
         }
+    }
+}
+
+/// The `sim` map of `load`. Unlike the request map itself, unknown keys are refused: the map
+/// is closed configuration, and a misspelt cost term silently replaced by its default would
+/// make a scale test measure something other than what it says.
+fn sim_overrides<'a>(r: &mut Reader<'a>, value: Item<'a>) -> Result<SimOverrides, ProtocolError> {
+    let Item::Map(len) = value else {
+        return Err(wrong_type("sim", "a map", value));
+    };
+    let broken = |e: Malformed| ProtocolError::new(ErrorCode::BadFrame, e.to_string());
+    let mut out = SimOverrides::default();
+    for _ in 0..len {
+        let key = match r.next().map_err(broken)? {
+            Item::Str(key) => key,
+            other => return Err(wrong_type("sim` key `", "a string", other)),
+        };
+        let value = r.next().map_err(broken)?;
+        if value == Item::Nil {
+            continue;
+        }
+        match key {
+            b"profile" => out.profile = Some(string("sim.profile", value)?.to_owned()),
+            b"dim" => out.dim = Some(count("sim.dim", value)?),
+            b"max_input_tokens" => out.max_input_tokens = Some(count("sim.max_input_tokens", value)?),
+            b"memory_bytes" => out.memory_bytes = Some(count("sim.memory_bytes", value)?),
+            b"fixed_us" => out.fixed_us = Some(number("sim.fixed_us", value)?),
+            b"per_sequence_us" => out.per_sequence_us = Some(number("sim.per_sequence_us", value)?),
+            b"per_padded_token_ns" => {
+                out.per_padded_token_ns = Some(number("sim.per_padded_token_ns", value)?)
+            }
+            other => {
+                return Err(ProtocolError::bad_request(format!(
+                    "unknown `sim` field `{}`; expected profile, dim, max_input_tokens, \
+                     memory_bytes, fixed_us, per_sequence_us or per_padded_token_ns",
+                    String::from_utf8_lossy(other).escape_debug()
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn negative(field: &str) -> ProtocolError {
+    ProtocolError::bad_request(format!("`{field}` must not be negative"))
+}
+
+fn count(field: &str, value: Item<'_>) -> Result<u64, ProtocolError> {
+    match value {
+        Item::Uint(v) => Ok(v),
+        Item::Int(_) => Err(negative(field)),
+        other => Err(wrong_type(field, "a non-negative integer", other)),
+    }
+}
+
+fn number(field: &str, value: Item<'_>) -> Result<f64, ProtocolError> {
+    match value {
+        Item::Uint(v) => Ok(v as f64),
+        Item::Float(v) if v < 0.0 => Err(negative(field)),
+        Item::Float(v) => Ok(v),
+        Item::Int(_) => Err(negative(field)),
+        other => Err(wrong_type(field, "a non-negative number", other)),
     }
 }
 
@@ -372,7 +461,9 @@ mod tests {
                 traceparent: Some("tp"),
                 op: Op::Load {
                     model: "m",
-                    path: "/d"
+                    path: Some("/d"),
+                    backend: None,
+                    sim: None,
                 }
             }
         );
@@ -527,14 +618,6 @@ mod tests {
                     ("traceparent", V::Boolean(true)),
                 ]),
                 "`traceparent` must be a string",
-            ),
-            (
-                map(&[
-                    ("id", V::from(4)),
-                    ("op", V::from("load")),
-                    ("model", V::from("m")),
-                ]),
-                "`path` is required",
             ),
         ];
         for (body, needle) in cases {

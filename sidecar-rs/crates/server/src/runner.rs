@@ -13,10 +13,50 @@ use std::time::{Instant, SystemTime};
 use opentelemetry::{Context, KeyValue};
 use shoal_sidecar_candle::CandleRuntime;
 use shoal_sidecar_core::{Backend, EmbedBatch, Embeddings, ModelFamily};
+use shoal_sidecar_sim::{SimBackend, SimOverrides, SimParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{ErrorCode, ProtocolError};
+use crate::options::BackendKind;
 use crate::trace;
+
+/// What to load, and on which runtime.
+#[derive(Debug, Clone)]
+pub(crate) enum LoadSpec {
+    /// A model directory computed by Candle on the sidecar's device.
+    Candle { dir: PathBuf },
+    /// A simulated model; `dir`, when given, supplies its tokenizer.
+    Sim {
+        dir: Option<PathBuf>,
+        params: SimParams,
+    },
+}
+
+impl LoadSpec {
+    /// The spec for `backend`, with the default calibration profile when `sim` is absent.
+    /// Candle needs `dir`; callers check that first.
+    pub(crate) fn new(backend: BackendKind, dir: Option<PathBuf>, sim: Option<SimParams>) -> Self {
+        match (backend, dir) {
+            (BackendKind::Candle, Some(dir)) => LoadSpec::Candle { dir },
+            (_, dir) => LoadSpec::Sim {
+                dir,
+                params: sim.unwrap_or_else(|| {
+                    SimOverrides::default()
+                        .resolve()
+                        .expect("the default calibration profile is in range")
+                }),
+            },
+        }
+    }
+
+    /// Builds the backend; runs on the model thread.
+    fn load(self, runtime: &CandleRuntime) -> Result<Box<dyn Backend>, ProtocolError> {
+        match self {
+            LoadSpec::Candle { dir } => Ok(Box::new(runtime.load(&dir)?)),
+            LoadSpec::Sim { dir, params } => Ok(Box::new(SimBackend::load(dir.as_deref(), params)?)),
+        }
+    }
+}
 
 /// What a loaded model tells its clients.
 #[derive(Debug, Clone)]
@@ -90,11 +130,11 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Starts a thread for `name`, loads `dir` on it and returns once the model is ready. The
+/// Starts a thread for `name`, loads `spec` on it and returns once the model is ready. The
 /// returned receiver completes when the thread has dropped the model and exited.
 pub(crate) async fn start(
     name: String,
-    dir: PathBuf,
+    spec: LoadSpec,
     runtime: CandleRuntime,
     queue: usize,
 ) -> Result<(ModelHandle, oneshot::Receiver<()>), ProtocolError> {
@@ -107,11 +147,11 @@ pub(crate) async fn start(
         .name(thread_name)
         .spawn(move || {
             let started = Instant::now();
-            let loaded = catch_unwind(AssertUnwindSafe(|| runtime.load(&dir)));
+            let loaded = catch_unwind(AssertUnwindSafe(|| spec.load(&runtime)));
             let backend = match loaded {
                 Ok(Ok(backend)) => backend,
                 Ok(Err(e)) => {
-                    let _ = loaded_tx.send(Err(ProtocolError::from(e)));
+                    let _ = loaded_tx.send(Err(e));
                     return;
                 }
                 Err(panic) => {
@@ -134,7 +174,7 @@ pub(crate) async fn start(
                 // The load request was abandoned; nobody can reach this model.
                 return;
             }
-            serve(&model, &backend, &counters, jobs_rx);
+            serve(&model, backend.as_ref(), &counters, jobs_rx);
             drop(backend);
             drop(exited_tx);
         })
