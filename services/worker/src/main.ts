@@ -27,6 +27,7 @@ try {
       maxPaddedTokens: envInt(env, "SHOAL_BATCH_MAX_PADDED_TOKENS"),
       maxInputs: envInt(env, "SHOAL_BATCH_MAX_INPUTS"),
     },
+    batchTargetMs: envInt(env, "SHOAL_BATCH_TARGET_MS"),
     maxFillWaitMs: envInt(env, "SHOAL_MAX_FILL_WAIT_MS"),
     consumer: { ackWaitMs: envInt(env, "SHOAL_ACK_WAIT_MS") },
     batchTimeoutMs: envInt(env, "SHOAL_BATCH_TIMEOUT_MS"),

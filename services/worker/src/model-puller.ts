@@ -2,7 +2,15 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { context, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
-import { formBatch, type BatchBudget } from "@shoal/batching";
+import {
+  compileLatencyTargetOptions,
+  createLatencyModel,
+  formBatch,
+  latencyTargetMicros,
+  maxPaddedTokensWithin,
+  type BatchBudget,
+  type LatencyTarget,
+} from "@shoal/batching";
 import type { ModelEntry } from "@shoal/config";
 import { pull, type WorkMessage } from "@shoal/jetstream";
 import { create } from "@bufbuild/protobuf";
@@ -25,7 +33,10 @@ export interface ModelPullerOptions {
    * sidecar; pulling waits meanwhile, so no item burns a delivery on a sidecar that is down.
    */
   readonly sidecar: () => Promise<SidecarClient>;
+  /** Hard ceiling on a batch (memory); the latency model sizes batches below it. */
   readonly budget: BatchBudget;
+  /** Latency a batch should stay within when no deadline is tighter, ms. */
+  readonly batchTargetMs: number;
   /** Longest time spent topping a batch up while the server reports more work queued. */
   readonly maxFillWaitMs: number;
   /** Items asked for per pull. */
@@ -59,11 +70,14 @@ const LONG_POLL_MS = 1_000;
  */
 export class ModelPuller {
   readonly #o: ModelPullerOptions;
+  readonly #latency = createLatencyModel();
+  readonly #target: LatencyTarget;
   #stopping = false;
   #loop: Promise<void> | undefined;
 
   constructor(options: ModelPullerOptions) {
     this.#o = options;
+    this.#target = compileLatencyTargetOptions({ maxTargetMicros: options.batchTargetMs * 1000 });
   }
 
   start(): void {
@@ -74,6 +88,28 @@ export class ModelPuller {
   async stop(): Promise<void> {
     this.#stopping = true;
     await this.#loop;
+  }
+
+  /**
+   * The batch budget for this round: the largest padded-token count the latency model, learned
+   * from this worker's own batches, predicts to finish within the target (the configured batch
+   * latency, or less when an item's deadline is closer), never above the hard ceiling. When
+   * nothing fits, a one-token budget still runs the most urgent item alone.
+   */
+  #budgetFor(pulled: readonly PulledItem[], nowUnixMs: number): BatchBudget {
+    const ceiling = this.#o.budget;
+    const sized = maxPaddedTokensWithin(
+      this.#latency,
+      {
+        targetMicros: latencyTargetMicros(pulled, nowUnixMs, this.#target),
+        sequences: Math.min(
+          ceiling.maxInputs,
+          pulled.reduce((n, p) => n + p.inputs, 0),
+        ),
+      },
+      ceiling,
+    );
+    return { ...ceiling, maxPaddedTokens: sized.fits ? sized.maxPaddedTokens : 1 };
   }
 
   /** Read through a method: the flag changes while a pull is awaited. */
@@ -113,7 +149,8 @@ export class ModelPuller {
       queued = more.at(-1)?.pending ?? 0;
       if (performance.now() >= fillUntil) break;
     }
-    const { batch, putBack, expired } = formBatch(pulled, this.#o.budget, Date.now());
+    const now = Date.now();
+    const { batch, putBack, expired } = formBatch(pulled, this.#budgetFor(pulled, now), now);
     for (const p of putBack) p.msg.nak();
     await this.#answerExpired(expired);
     if (this.#isStopping()) {
@@ -199,6 +236,11 @@ export class ModelPuller {
         traceparents: spans
           .map((s) => traceparentOf(trace.setSpan(s.parent, s.span)))
           .filter((t): t is string => t !== undefined),
+      });
+      this.#latency.observe({
+        sequences: inputs.length,
+        paddedTokens: inputs.length * Math.max(1, ...result.tokens),
+        micros: result.computeUs,
       });
       const rowBytes = result.dim * 4;
       let row = 0;

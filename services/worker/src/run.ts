@@ -40,7 +40,13 @@ export interface WorkerOptions {
   readonly device?: string;
   /** @default a random id */
   readonly workerId?: string;
+  /** Hard ceiling on one batch; the learned latency model keeps batches below it. */
   readonly budget?: BatchBudgetOptions;
+  /**
+   * Time one batch should take when no request's deadline is tighter, ms: the worker learns
+   * its own batch latency online and sizes batches to this. @default 250
+   */
+  readonly batchTargetMs?: number;
   /** Longest time spent topping a batch up while more work is queued, ms. @default 2 */
   readonly maxFillWaitMs?: number;
   /** Items asked for per top-up pull. @default 64 */
@@ -125,6 +131,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         model,
         sidecar: () => supervisor.client(),
         budget,
+        batchTargetMs: options.batchTargetMs ?? 250,
         maxFillWaitMs: options.maxFillWaitMs ?? 2,
         pullBatch: options.pullBatch ?? 64,
         maxDeliver,

@@ -34,8 +34,8 @@ pub use options::{BackendKind, ModelArg, Options};
 use connection::ConnectionLimits;
 use handler::State;
 use registry::Registry;
-use runner::LoadSpec;
 use request::Limits;
+use runner::LoadSpec;
 
 /// A sidecar that is bound and has its `--model`s loaded, but is not accepting yet.
 pub struct Sidecar {

@@ -306,7 +306,12 @@ fn sim_overrides<'a>(r: &mut Reader<'a>, value: Item<'a>) -> Result<SimOverrides
     for _ in 0..len {
         let key = match r.next().map_err(broken)? {
             Item::Str(key) => key,
-            other => return Err(wrong_type("sim` key `", "a string", other)),
+            other => {
+                return Err(ProtocolError::bad_request(format!(
+                    "`sim` keys must be strings, got {}",
+                    other.type_name()
+                )));
+            }
         };
         let value = r.next().map_err(broken)?;
         if value == Item::Nil {
@@ -315,7 +320,9 @@ fn sim_overrides<'a>(r: &mut Reader<'a>, value: Item<'a>) -> Result<SimOverrides
         match key {
             b"profile" => out.profile = Some(string("sim.profile", value)?.to_owned()),
             b"dim" => out.dim = Some(count("sim.dim", value)?),
-            b"max_input_tokens" => out.max_input_tokens = Some(count("sim.max_input_tokens", value)?),
+            b"max_input_tokens" => {
+                out.max_input_tokens = Some(count("sim.max_input_tokens", value)?)
+            }
             b"memory_bytes" => out.memory_bytes = Some(count("sim.memory_bytes", value)?),
             b"fixed_us" => out.fixed_us = Some(number("sim.fixed_us", value)?),
             b"per_sequence_us" => out.per_sequence_us = Some(number("sim.per_sequence_us", value)?),
@@ -632,6 +639,131 @@ mod tests {
         let (_, code, message) = rejected(&body);
         assert_eq!(code, ErrorCode::BadRequest);
         assert!(message.contains("UTF-8"), "{message}");
+    }
+
+    fn load(extra: &[(&str, V)]) -> Vec<u8> {
+        let mut entries = vec![
+            ("id", V::from(6)),
+            ("op", V::from("load")),
+            ("model", V::from("m")),
+        ];
+        entries.extend(extra.iter().cloned());
+        map(&entries)
+    }
+
+    fn sim(entries: &[(&str, V)]) -> V {
+        V::Map(
+            entries
+                .iter()
+                .map(|(k, v)| (V::from(*k), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn load_takes_a_backend_and_sim_parameters() {
+        let body = load(&[
+            ("backend", V::from("sim")),
+            (
+                "sim",
+                sim(&[
+                    ("profile", V::from("minilm-l6-cpu")),
+                    ("dim", V::from(8)),
+                    ("memory_bytes", V::from(1u64 << 40)),
+                    ("fixed_us", V::F64(2.5)),
+                    ("per_sequence_us", V::from(3)),
+                    ("per_padded_token_ns", V::Nil),
+                    ("max_input_tokens", V::from(16)),
+                ]),
+            ),
+        ]);
+        let Op::Load {
+            path, backend, sim, ..
+        } = decode(&body, LIMITS).unwrap().op
+        else {
+            panic!("not a load");
+        };
+        assert_eq!((path, backend), (None, Some(BackendKind::Sim)));
+        let sim = sim.unwrap();
+        let base = shoal_sidecar_sim::Profile::MiniLmL6Cpu.params();
+        assert_eq!((sim.dim, sim.max_input_tokens), (8, 16));
+        assert_eq!(sim.memory_bytes, 1 << 40);
+        assert_eq!((sim.cost.fixed_us, sim.cost.per_sequence_us), (2.5, 3.0));
+        assert_eq!(sim.cost.per_padded_token_ns, base.cost.per_padded_token_ns);
+        let body = load(&[("backend", V::from("candle")), ("path", V::from("/d"))]);
+        assert!(matches!(
+            decode(&body, LIMITS).unwrap().op,
+            Op::Load {
+                backend: Some(BackendKind::Candle),
+                sim: None,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_sim_parameters_are_bad_requests() {
+        let cases = [
+            (
+                load(&[("backend", V::from("tpu"))]),
+                "`backend` must be `candle` or `sim`",
+            ),
+            (
+                load(&[("backend", V::from(1))]),
+                "`backend` must be a string",
+            ),
+            (load(&[("path", V::from(""))]), "`path` must not be empty"),
+            (load(&[("sim", V::from(3))]), "`sim` must be a map"),
+            (
+                load(&[("sim", sim(&[("dim", V::from(-4))]))]),
+                "`sim.dim` must not be negative",
+            ),
+            (
+                load(&[("sim", sim(&[("dim", V::F64(4.0))]))]),
+                "`sim.dim` must be a non-negative integer",
+            ),
+            (
+                load(&[("sim", sim(&[("dim", V::from(0))]))]),
+                "`sim.dim` must be in 1..=16384",
+            ),
+            (
+                load(&[("sim", sim(&[("fixed_us", V::F64(-0.5))]))]),
+                "`sim.fixed_us` must not be negative",
+            ),
+            (
+                load(&[("sim", sim(&[("per_sequence_us", V::from(-1))]))]),
+                "`sim.per_sequence_us` must not be negative",
+            ),
+            (
+                load(&[("sim", sim(&[("per_padded_token_ns", V::from("fast"))]))]),
+                "`sim.per_padded_token_ns` must be a non-negative number",
+            ),
+            (
+                load(&[("sim", sim(&[("per_padded_token_ns", V::F64(f64::NAN))]))]),
+                "`sim.per_padded_token_ns` must be a finite number",
+            ),
+            (
+                load(&[("sim", sim(&[("profile", V::from("tpu-v9"))]))]),
+                "unknown calibration profile `tpu-v9`",
+            ),
+            (
+                load(&[("sim", sim(&[("profile", V::from(1))]))]),
+                "`sim.profile` must be a string",
+            ),
+            (
+                load(&[("sim", sim(&[("fixed_ms", V::from(1))]))]),
+                "unknown `sim` field `fixed_ms`",
+            ),
+            (
+                load(&[("sim", V::Map(vec![(V::from(1), V::from(1))]))]),
+                "`sim` keys must be strings",
+            ),
+        ];
+        for (body, needle) in cases {
+            let (id, code, message) = rejected(&body);
+            assert_eq!((id, code), (6, ErrorCode::BadRequest), "{message}");
+            assert!(message.contains(needle), "{message:?} lacks {needle:?}");
+        }
     }
 
     #[test]

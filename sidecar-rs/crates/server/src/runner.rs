@@ -53,7 +53,9 @@ impl LoadSpec {
     fn load(self, runtime: &CandleRuntime) -> Result<Box<dyn Backend>, ProtocolError> {
         match self {
             LoadSpec::Candle { dir } => Ok(Box::new(runtime.load(&dir)?)),
-            LoadSpec::Sim { dir, params } => Ok(Box::new(SimBackend::load(dir.as_deref(), params)?)),
+            LoadSpec::Sim { dir, params } => {
+                Ok(Box::new(SimBackend::load(dir.as_deref(), params)?))
+            }
         }
     }
 }

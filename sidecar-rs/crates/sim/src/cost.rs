@@ -85,18 +85,22 @@ impl Profile {
     pub fn params(self) -> SimParams {
         match self {
             // Shape and footprint are all-MiniLM-L6-v2's as Candle loads it (384 wide, 256
-            // tokens, 90,866,688 bytes of f32 weights). The cost terms were fitted by
-            // `cargo run --release -p shoal-sidecar-sim --example calibrate -- --model-dir
-            // $HOME/.cache/shoal/models/all-minilm-l6-v2 --out calibration.json` on 2026-12-02
-            // (2 shared cores); see docs/simulated-backend.md for the grid and the fit error.
+            // tokens, 90,261,504 bytes of f32 weights). The cost terms were fitted on 2026-12-02
+            // (2 shared x86-64 cores) by `cargo run --release -p shoal-sidecar-sim --example
+            // calibrate -- --model-dir $HOME/.cache/shoal/models/all-minilm-l6-v2 --out
+            // crates/sim/calibration/minilm-l6-cpu.json`: batch sizes 1..64 × 8..256 tokens,
+            // median of 3, MAPE 15.4%, worst 45% (256-token batches, where attention's
+            // quadratic term outgrows a per-token price); see docs/simulated-backend.md.
             Profile::MiniLmL6Cpu => SimParams {
                 dim: 384,
                 max_input_tokens: 256,
-                memory_bytes: 90_866_688,
+                memory_bytes: 90_261_504,
                 cost: CostModel {
-                    fixed_us: 0.0,
+                    fixed_us: 8_444.5,
+                    // The non-negative fit drove this term to zero: on CPU, per-row work is
+                    // lost in the per-token cost.
                     per_sequence_us: 0.0,
-                    per_padded_token_ns: 0.0,
+                    per_padded_token_ns: 234_357.0,
                 },
             },
         }

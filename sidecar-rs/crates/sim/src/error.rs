@@ -36,6 +36,9 @@ pub enum SimError {
 impl SimError {
     /// Whether the error is the caller's (bad parameters) rather than the environment's.
     pub fn is_bad_parameters(&self) -> bool {
-        matches!(self, SimError::UnknownProfile { .. } | SimError::Invalid { .. })
+        matches!(
+            self,
+            SimError::UnknownProfile { .. } | SimError::Invalid { .. }
+        )
     }
 }

@@ -57,7 +57,10 @@ mod tests {
         assert!((norm - 1.0).abs() < 1e-5, "{norm}");
         let b = pseudo_embedding("hello!", 384);
         let dot: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(x * y)).sum();
-        assert!(dot.abs() < 0.3, "unrelated texts should be nearly orthogonal: {dot}");
+        assert!(
+            dot.abs() < 0.3,
+            "unrelated texts should be nearly orthogonal: {dot}"
+        );
         assert_eq!(pseudo_embedding("", 1).len(), 1);
     }
 }
