@@ -221,6 +221,69 @@ describe("SidecarClient requests", () => {
     ]);
   });
 
+  it("sends load's backend and sim options in the protocol's snake_case", async () => {
+    peer.onRequest = (req, p) => {
+      p.send({
+        id: req.id,
+        ok: true,
+        model: req.model,
+        family: "embedding",
+        dim: 32,
+        max_input_tokens: 64,
+        memory_bytes: 5_000_000_000,
+        load_us: 1,
+      });
+    };
+    await expect(
+      client.load("fake", undefined, {
+        backend: "sim",
+        sim: {
+          profile: "minilm-l6-cpu",
+          dim: 32,
+          maxInputTokens: 64,
+          memoryBytes: 5_000_000_000,
+          fixedUs: 1.5,
+          perSequenceUs: 0,
+          perPaddedTokenNs: 250,
+        },
+      }),
+    ).resolves.toMatchObject({ model: "fake", dim: 32, memoryBytes: 5_000_000_000 });
+    await client.load("partial", "/models/m", { backend: "sim", sim: { fixedUs: 10 } });
+    await client.load("plain", "/models/m");
+    const [full, partial, plain] = peer.requests;
+    expect(full).toEqual({
+      id: 1,
+      op: "load",
+      model: "fake",
+      backend: "sim",
+      sim: {
+        profile: "minilm-l6-cpu",
+        dim: 32,
+        max_input_tokens: 64,
+        memory_bytes: 5_000_000_000,
+        fixed_us: 1.5,
+        per_sequence_us: 0,
+        per_padded_token_ns: 250,
+      },
+    });
+    // Unset options are left out rather than sent as nil.
+    expect(Object.keys(full ?? {})).not.toContain("path");
+    expect(partial?.sim).toEqual({ fixed_us: 10 });
+    expect(Object.keys((partial?.sim as object | undefined) ?? {})).toEqual(["fixed_us"]);
+    expect(Object.keys(plain ?? {}).sort()).toEqual(["id", "model", "op", "path"]);
+  });
+
+  it("accepts the sim backend in health", async () => {
+    peer.onRequest = (req, p) => {
+      p.send({ id: req.id, ok: true, version: "0.1.0", backend: "sim", device: "cpu" });
+    };
+    await expect(client.health()).resolves.toEqual({
+      version: "0.1.0",
+      backend: "sim",
+      device: "cpu",
+    });
+  });
+
   it("matches responses to requests by id whatever their order", async () => {
     const calls = [1, 2, 3, 4, 5].map((n) =>
       client.embed({ model: "m", inputs: Array.from({ length: n }, () => "x") }),

@@ -53,6 +53,58 @@ export interface EmbedRequest extends CallOptions {
   readonly traceparents?: readonly string[];
 }
 
+/** Runtimes a model can be loaded on; see {@link LoadOptions.backend}. */
+export type LoadBackend = "candle" | "sim";
+
+/**
+ * Parameters of a simulated model (docs/simulated-backend.md). Every field is optional and
+ * defaults to the named calibration profile's value; the sidecar validates them and answers
+ * `bad_request` for a negative, mistyped or out-of-range one.
+ */
+export interface SimLoadOptions {
+  /**
+   * Calibration profile supplying the defaults.
+   * @default "minilm-l6-cpu"
+   */
+  readonly profile?: string;
+  /** Embedding width, 1..=16384. */
+  readonly dim?: number;
+  /** Longest input in tokens, special tokens included; at least 2. */
+  readonly maxInputTokens?: number;
+  /** Memory the model reports; nothing is allocated. */
+  readonly memoryBytes?: number;
+  /** Per-batch overhead of the cost model, µs. */
+  readonly fixedUs?: number;
+  /** Per-input cost, µs. */
+  readonly perSequenceUs?: number;
+  /** Cost per padded token (inputs × longest input), ns. */
+  readonly perPaddedTokenNs?: number;
+}
+
+/** Options of {@link SidecarClient.load}. */
+export interface LoadOptions extends CallOptions {
+  /**
+   * Runtime to load on. Left unset, the sidecar's `--backend` applies (itself `candle` unless
+   * the whole sidecar is simulated).
+   */
+  readonly backend?: LoadBackend;
+  /** Simulated-model parameters; only valid when the model is loaded on `sim`. */
+  readonly sim?: SimLoadOptions;
+}
+
+/** The wire form of {@link SimLoadOptions}: snake_case keys, unset fields left out. */
+function simFields(sim: SimLoadOptions): Record<string, unknown> {
+  return {
+    profile: sim.profile,
+    dim: sim.dim,
+    max_input_tokens: sim.maxInputTokens,
+    memory_bytes: sim.memoryBytes,
+    fixed_us: sim.fixedUs,
+    per_sequence_us: sim.perSequenceUs,
+    per_padded_token_ns: sim.perPaddedTokenNs,
+  };
+}
+
 interface Pending {
   readonly op: string;
   readonly resolve: (body: FrameBody) => void;
@@ -167,10 +219,17 @@ export class SidecarClient {
 
   /**
    * Loads the model in directory `path` under the name `model`. Loading reads all the weights,
-   * so consider a `timeoutMs` above the default.
+   * so consider a `timeoutMs` above the default. A simulated model (`backend: "sim"`) needs no
+   * `path`; given one, it only reads the directory's tokenizer so token counts are real.
    */
-  async load(model: string, path: string, options?: CallOptions): Promise<LoadResult> {
-    return parseLoad(await this.#request("load", { model, path }, options));
+  async load(model: string, path: string | undefined, options?: LoadOptions): Promise<LoadResult> {
+    const fields = {
+      model,
+      path,
+      backend: options?.backend,
+      sim: options?.sim === undefined ? undefined : simFields(options.sim),
+    };
+    return parseLoad(await this.#request("load", fields, options));
   }
 
   /** Unloads a resident model once its in-flight batches have finished. */

@@ -1,4 +1,10 @@
-export type { CallOptions, EmbedRequest } from "./client.js";
+export type {
+  CallOptions,
+  EmbedRequest,
+  LoadBackend,
+  LoadOptions,
+  SimLoadOptions,
+} from "./client.js";
 export { SidecarClient } from "./client.js";
 export { toFloat32Array } from "./float32.js";
 export type { FrameBody, FrameDecoderOptions } from "./frame.js";

@@ -3,9 +3,9 @@ import type { FrameBody } from "./frame.js";
 import { isSidecarErrorCode, SidecarError } from "./sidecar-error.js";
 import { SidecarProtocolError } from "./sidecar-protocol-error.js";
 
-/** Backends a sidecar reports in `health`. */
-export type SidecarBackend = "candle-cpu" | "candle-cuda";
-const BACKENDS = ["candle-cpu", "candle-cuda"] as const satisfies readonly SidecarBackend[];
+/** Backends a sidecar reports in `health`; `sim` when it runs with `--backend sim`. */
+export type SidecarBackend = "candle-cpu" | "candle-cuda" | "sim";
+const BACKENDS = ["candle-cpu", "candle-cuda", "sim"] as const satisfies readonly SidecarBackend[];
 
 /** Model families a sidecar serves. */
 export type ModelFamily = "embedding";

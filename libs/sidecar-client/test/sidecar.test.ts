@@ -210,6 +210,40 @@ describe("sidecar client against the real sidecar", { timeout: 120_000 }, () => 
     expect((await client().stats()).models.map((m) => m.model)).not.toContain("minilm-b");
   });
 
+  it("loads a simulated model that answers like a real one without computing", async () => {
+    const loaded = await client().load("fake", undefined, {
+      backend: "sim",
+      sim: { dim: 16, memoryBytes: 40_000_000_000, fixedUs: 20_000, perPaddedTokenNs: 0 },
+    });
+    expect(loaded).toMatchObject({
+      model: "fake",
+      family: "embedding",
+      dim: 16,
+      maxInputTokens: 256,
+      memoryBytes: 40_000_000_000,
+    });
+    const inputs = ["hello world", "other", "hello world"];
+    const result = await client().embed({ model: "fake", inputs });
+    expect(result.dim).toBe(16);
+    const [a, b, c] = rows(result);
+    if (a === undefined || b === undefined || c === undefined) throw new Error("three rows");
+    expect(Math.sqrt(dot(a, a))).toBeCloseTo(1, 5);
+    expect(Array.from(c)).toEqual(Array.from(a));
+    expect(cosine(a, b)).toBeLessThan(0.9);
+    // The model thread slept the predicted 20 ms rather than computing.
+    expect(result.computeUs).toBeGreaterThanOrEqual(20_000);
+    const stats = await client().stats();
+    expect(stats.models.find((m) => m.model === "fake")).toMatchObject({
+      memoryBytes: 40_000_000_000,
+      batches: 1,
+    });
+    await expectSidecarError(
+      client().load("bad", undefined, { backend: "sim", sim: { fixedUs: -1 } }),
+      "bad_request",
+    );
+    await expect(client().unload("fake")).resolves.toEqual({ model: "fake" });
+  });
+
   it("reports load_failed for a directory without a model", async () => {
     await expectSidecarError(client().load("broken", "/nonexistent/model-dir"), "load_failed");
   });

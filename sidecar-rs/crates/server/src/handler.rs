@@ -125,7 +125,10 @@ async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, Protoc
                         "`sim` is only valid with backend `sim`",
                     ));
                 }
-                (backend, path, sim) => LoadSpec::new(backend, path.map(PathBuf::from), sim),
+                (BackendKind::Candle, Some(path), None) => LoadSpec::Candle {
+                    dir: PathBuf::from(path),
+                },
+                (BackendKind::Sim, path, sim) => LoadSpec::sim(path.map(PathBuf::from), sim),
             };
             let handle = state.registry.load(model, spec).await?;
             tracing::info!(

@@ -83,7 +83,7 @@ impl Sidecar {
                 .registry
                 .load(
                     &model.name,
-                    LoadSpec::new(options.backend, Some(model.dir.clone()), None),
+                    LoadSpec::preload(options.backend, model.dir.clone()),
                 )
                 .await
                 .map_err(|error| {

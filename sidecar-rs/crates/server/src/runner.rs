@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime};
 use opentelemetry::{Context, KeyValue};
 use shoal_sidecar_candle::CandleRuntime;
 use shoal_sidecar_core::{Backend, EmbedBatch, Embeddings, ModelFamily};
-use shoal_sidecar_sim::{SimBackend, SimOverrides, SimParams};
+use shoal_sidecar_sim::{Profile, SimBackend, SimParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{ErrorCode, ProtocolError};
@@ -33,19 +33,19 @@ pub(crate) enum LoadSpec {
 }
 
 impl LoadSpec {
-    /// The spec for `backend`, with the default calibration profile when `sim` is absent.
-    /// Candle needs `dir`; callers check that first.
-    pub(crate) fn new(backend: BackendKind, dir: Option<PathBuf>, sim: Option<SimParams>) -> Self {
-        match (backend, dir) {
-            (BackendKind::Candle, Some(dir)) => LoadSpec::Candle { dir },
-            (_, dir) => LoadSpec::Sim {
-                dir,
-                params: sim.unwrap_or_else(|| {
-                    SimOverrides::default()
-                        .resolve()
-                        .expect("the default calibration profile is in range")
-                }),
-            },
+    /// A simulated model with `params`, or the default calibration profile's when absent.
+    pub(crate) fn sim(dir: Option<PathBuf>, params: Option<SimParams>) -> Self {
+        LoadSpec::Sim {
+            dir,
+            params: params.unwrap_or_else(|| Profile::default().params()),
+        }
+    }
+
+    /// A `--model name=dir` preloaded on the sidecar's default `backend`.
+    pub(crate) fn preload(backend: BackendKind, dir: PathBuf) -> Self {
+        match backend {
+            BackendKind::Candle => LoadSpec::Candle { dir },
+            BackendKind::Sim => LoadSpec::sim(Some(dir), None),
         }
     }
 

@@ -90,11 +90,12 @@ fn solve(points: &[Point], active: u8) -> Option<[f64; 3]> {
             return None;
         }
         a.swap(col, pivot);
-        for row in 0..k {
-            if row != col {
-                let f = a[row][col] / a[col][col];
-                for c in col..=k {
-                    a[row][c] -= f * a[col][c];
+        let pivot_row = a[col].clone();
+        for (r, row) in a.iter_mut().enumerate() {
+            if r != col {
+                let f = row[col] / pivot_row[col];
+                for (x, p) in row.iter_mut().zip(&pivot_row).skip(col) {
+                    *x -= f * p;
                 }
             }
         }
