@@ -9,32 +9,25 @@ import json
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
-from typing import NamedTuple
 
 import pytest
 from grpc_tools import protoc
 
-REPO = Path(__file__).resolve().parents[2]
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+from helpers import REPO, FixtureSentence, Stubs
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if not os.environ.get("SHOAL_URL"):
         raise pytest.UsageError(
-            "SHOAL_URL is not set: point it at a running cluster, e.g. SHOAL_URL=http://127.0.0.1:8080 "
-            "(services/ingress/test/clients.test.ts starts one and sets it)"
+            "SHOAL_URL is not set: point it at a running cluster, e.g. "
+            "SHOAL_URL=http://127.0.0.1:8080 (services/ingress/test/clients.test.ts starts one "
+            "and sets it)"
         )
 
 
 @pytest.fixture(scope="session")
 def shoal_url() -> str:
     return os.environ["SHOAL_URL"].rstrip("/")
-
-
-class Stubs(NamedTuple):
-    pb2: ModuleType
-    pb2_grpc: ModuleType
 
 
 @pytest.fixture(scope="session")
@@ -60,12 +53,6 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> Stubs:
     )
 
 
-class FixtureSentence(NamedTuple):
-    text: str
-    embedding: list[float]
-    tokens: int
-
-
 @pytest.fixture(scope="session")
 def reference() -> list[FixtureSentence]:
     """Embeddings computed by sentence-transformers (tools/reference)."""
@@ -73,7 +60,3 @@ def reference() -> list[FixtureSentence]:
     sentences = json.loads(path.read_text())["sentences"]
     return [FixtureSentence(s["text"], s["embedding"], s["tokens"]) for s in sentences]
 
-
-def cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    return dot / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5)

@@ -4,9 +4,9 @@
 # outside the clone, so a rerun on a ready machine takes about a second.
 #
 # Usage: bootstrap.sh [--skip-STEP ...] [STEP ...]
-#   STEP is one of: node nats-server models sidecar (default: all, in that order).
-#   --skip-sidecar is the common one: it saves candle's ~15-minute first build when
-#   only TypeScript is being worked on.
+#   STEP is one of: node nats-server models python-clients sidecar (default: all, in that order).
+#   --skip-sidecar is the common one: it saves the sidecar's first release build (about 3
+#   minutes on two cores) when only TypeScript is being worked on.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -66,6 +66,23 @@ describe("PendingRequests", () => {
     expect(pending.size).toBe(0);
   });
 
+  it("does not leave a rejection unhandled when the deadline passes before anyone awaits", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const pending = new PendingRequests();
+      const held = pending.hold("r", 1, () => new DeadlineExceededError("late"));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+      await expect(held.answer).rejects.toBeInstanceOf(DeadlineExceededError);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+
   it("times out with the caller's error and forgets the request", async () => {
     const pending = new PendingRequests();
     const held = pending.hold("r", 10, () => new DeadlineExceededError("late"));

@@ -51,6 +51,10 @@ export class PendingRequests {
       entry = { received: new Map(), parts: undefined, resolve, reject, timer };
       this.#entries.set(requestId, entry);
     });
+    // The deadline can fire while the request is still being queued, before the caller awaits
+    // the answer; that rejection is the caller's to see, not an unhandled one that would take
+    // the process down.
+    answer.catch(() => undefined);
     return {
       answer,
       expect: (parts) => {

@@ -32,6 +32,7 @@ try {
     consumer: { ackWaitMs: envInt(env, "SHOAL_ACK_WAIT_MS") },
     batchTimeoutMs: envInt(env, "SHOAL_BATCH_TIMEOUT_MS"),
     maxDeliver: envInt(env, "SHOAL_MAX_DELIVER"),
+    maxBatchesInFlight: envInt(env, "SHOAL_BATCHES_IN_FLIGHT"),
     sidecarEnv: { ...env, OTEL_SERVICE_NAME: env["OTEL_SIDECAR_SERVICE_NAME"] ?? "shoal-sidecar" },
     modelSources: { env },
     logger: booted.logger,

@@ -48,6 +48,8 @@ export interface ModelPullerOptions {
    * batch longer than the ack wait is not redelivered to another worker meanwhile.
    */
   readonly progressIntervalMs: number;
+  /** Batches handed to the sidecar at once: 1 runs them strictly in turn, 2 prefetches one. */
+  readonly maxBatchesInFlight: number;
   /** Longest a batch may run before the sidecar is deemed stalled. */
   readonly batchTimeoutMs: number;
   /** Called when a batch timed out: the sidecar is replaced. */
@@ -67,11 +69,14 @@ const LONG_POLL_MS = 1_000;
  * Pulls one model's work and runs it batch by batch. It asks for work only when it can start
  * a batch, tops the batch up with what is already queued (never waiting longer than the fill
  * wait), puts back what does not fit, and acks each item only after its answer is published.
+ * With `maxBatchesInFlight` 2 the next batch is formed and handed to the sidecar while the
+ * current one computes, so the accelerator never waits on a pull or a publish.
  */
 export class ModelPuller {
   readonly #o: ModelPullerOptions;
   readonly #latency = createLatencyModel();
   readonly #target: LatencyTarget;
+  readonly #inFlight = new Set<Promise<void>>();
   #stopping = false;
   #loop: Promise<void> | undefined;
 
@@ -84,7 +89,7 @@ export class ModelPuller {
     this.#loop ??= this.#run();
   }
 
-  /** Stops pulling; the batch in hand finishes (or is put back) before this resolves. */
+  /** Stops pulling; the batches in hand finish (or are put back) before this resolves. */
   async stop(): Promise<void> {
     this.#stopping = true;
     await this.#loop;
@@ -127,9 +132,21 @@ export class ModelPuller {
         await sleep(250);
       }
     }
+    await Promise.all(this.#inFlight);
+  }
+
+  /** Runs a batch without waiting for it; `#once` waits when the in-flight limit is reached. */
+  #dispatch(sidecar: SidecarClient, batch: readonly PulledItem[]): void {
+    const running: Promise<void> = this.#execute(sidecar, batch)
+      .catch((err: unknown) => {
+        this.#o.logger.error({ err, model: this.#o.model.id }, "batch bookkeeping failed");
+      })
+      .finally(() => this.#inFlight.delete(running));
+    this.#inFlight.add(running);
   }
 
   async #once(): Promise<void> {
+    while (this.#inFlight.size >= this.#o.maxBatchesInFlight) await Promise.race(this.#inFlight);
     const { nc, stream, consumer } = this.#o;
     const sidecar = await this.#o.sidecar();
     const first = await pull(nc, stream, consumer, { batch: 1, expiresMs: LONG_POLL_MS });
@@ -157,7 +174,7 @@ export class ModelPuller {
       for (const p of batch) p.msg.nak();
       return;
     }
-    if (batch.length > 0) await this.#execute(sidecar, batch);
+    if (batch.length > 0) this.#dispatch(sidecar, batch);
   }
 
   /**

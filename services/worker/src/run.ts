@@ -47,6 +47,11 @@ export interface WorkerOptions {
    * its own batch latency online and sizes batches to this. @default 250
    */
   readonly batchTargetMs?: number;
+  /**
+   * Batches handed to the sidecar at once per model: 2 forms and queues the next batch while
+   * one computes ("one in flight plus one ready"); 1 runs them strictly in turn. @default 2
+   */
+  readonly maxBatchesInFlight?: number;
   /** Longest time spent topping a batch up while more work is queued, ms. @default 2 */
   readonly maxFillWaitMs?: number;
   /** Items asked for per top-up pull. @default 64 */
@@ -137,6 +142,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         maxDeliver,
         progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
         batchTimeoutMs,
+        maxBatchesInFlight: options.maxBatchesInFlight ?? 2,
         onStall: (reason) => void supervisor.restart(reason),
         workerId,
         logger: logger.child({ model: model.id }),
