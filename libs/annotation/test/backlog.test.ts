@@ -2,11 +2,10 @@ import { create } from "@bufbuild/protobuf";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ROOT_CONTEXT, trace } from "@opentelemetry/api";
-import { compileCatalog } from "@shoal/config";
 import { ensureModelConsumer, ensureWorkStream, pull } from "@shoal/jetstream";
 import { ErrorCode, WorkRequestSchema } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
-import { minilmDir, startNatsServer, type NatsServerHandle } from "@shoal/testing";
+import { minilmCatalog, startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Annotator, Backlog } from "../src/index.js";
 
@@ -25,21 +24,7 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
   stream = await ensureWorkStream(jsm);
   consumer = await ensureModelConsumer(jsm, stream, "all-minilm-l6-v2");
-  const catalog = compileCatalog(
-    {
-      models: [
-        {
-          id: MODEL,
-          key: "all-minilm-l6-v2",
-          family: "embedding",
-          dimensions: 384,
-          maxInputTokens: 256,
-          source: { kind: "dir", path: minilmDir() },
-        },
-      ],
-    },
-    { modelsDir: "/unused" },
-  );
+  const catalog = minilmCatalog();
   const logger = createLogger({ service: "test", level: "silent" });
   backlog = new Backlog({ jsm, stream, catalog, maxQueuedPerModel: 2, refreshMs: 20, logger });
   await backlog.start();

@@ -56,13 +56,7 @@ export async function ensureWorkStream(
     duplicate_window: nanos(options.duplicateWindowMs ?? 2 * 60_000),
     num_replicas: 1,
   };
-  try {
-    await jsm.streams.info(name);
-    await jsm.streams.update(name, config);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-    await jsm.streams.add(config);
-  }
+  await ensureStream(jsm, config);
   return name;
 }
 
@@ -103,6 +97,20 @@ export async function ensureModelConsumer(
   return name;
 }
 
+/** Creates a stream, or brings an existing one to `config` (every Shoal process may start first). */
+async function ensureStream(
+  jsm: JetStreamManager,
+  config: Parameters<JetStreamManager["streams"]["add"]>[0] & { name: string },
+): Promise<void> {
+  try {
+    await jsm.streams.info(config.name);
+    await jsm.streams.update(config.name, config);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await jsm.streams.add(config);
+  }
+}
+
 function isNotFound(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.status === 404;
 }
@@ -137,12 +145,6 @@ export async function ensureDeadLetterStream(
     max_bytes: options.maxBytes ?? 256 * 1024 ** 2,
     num_replicas: 1,
   };
-  try {
-    await jsm.streams.info(name);
-    await jsm.streams.update(name, config);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-    await jsm.streams.add(config);
-  }
+  await ensureStream(jsm, config);
   return name;
 }

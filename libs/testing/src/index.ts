@@ -11,4 +11,4 @@ export type { CollectedSpan, OtlpCollector } from "./otlp-collector.js";
 export { startOtlpCollector } from "./otlp-collector.js";
 export type { ServiceHandle, ServiceOptions } from "./service-process.js";
 export { startService } from "./service-process.js";
-export { defaultCatalog } from "./catalog.js";
+export { defaultCatalog, minilmCatalog } from "./catalog.js";
