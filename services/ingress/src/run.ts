@@ -10,8 +10,12 @@ import {
   connectNats,
   drainOrClose,
 } from "@shoal/jetstream";
+import { Health, InferenceService } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
+import { healthRoutes } from "./connect/health-service.js";
 import { inferenceRoutes } from "./connect/inference-service.js";
+import { reflectionRoutes } from "./connect/reflection-service.js";
+import { followNatsStatus, ServingStatus } from "./connect/serving-status.js";
 import { listenDual } from "./listen.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
 
@@ -53,6 +57,10 @@ export interface RunningIngress {
 export async function run(options: IngressOptions): Promise<RunningIngress> {
   const { logger, tracer, catalog } = options;
   const nc = await connectNats(options.natsServers, "shoal-ingress");
+  const status = new ServingStatus();
+  followNatsStatus(nc, status, logger).catch((err: unknown) => {
+    logger.error({ err }, "following the NATS connection status failed");
+  });
   let annotator: Annotate;
   let backlog: Backlog | undefined;
   if (options.annotator === "inprocess") {
@@ -80,7 +88,11 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   });
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const connectHandler = connectNodeAdapter({
-    routes: inferenceRoutes({ gateway, tracer, logger }),
+    routes: (router) => {
+      inferenceRoutes({ gateway, tracer, logger })(router);
+      healthRoutes({ status, services: [InferenceService] })(router);
+      reflectionRoutes([InferenceService, Health])(router);
+    },
     readMaxBytes: maxBodyBytes,
   });
   const rest = { gateway, tracer, logger, maxBodyBytes };
@@ -101,6 +113,9 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     port: server.port,
     gateway,
     async stop() {
+      // First, so health watchers hear NOT_SERVING and their streams end before the server
+      // waits for open streams to finish.
+      status.shutDown();
       await server.close(options.shutdownGraceMs ?? 10_000);
       await gateway.close();
       backlog?.stop();
