@@ -59,6 +59,17 @@ export interface ModelPullerOptions {
   readonly tracer: Tracer;
 }
 
+/** Timings travel as uint32 µs (71 minutes); a longer or negative (clock skew) span saturates. */
+function uint32(micros: number): number {
+  return Math.min(0xffff_ffff, Math.max(0, Math.round(micros)));
+}
+
+/** Enqueue → pull; zero when the item carries no enqueue time (it was not annotated by Shoal). */
+function queueWaitUs(p: PulledItem): number {
+  const enqueued = Number(p.item.enqueuedUnixUs);
+  return enqueued > 0 ? uint32(p.pulledAtUs - enqueued) : 0;
+}
+
 /**
  * How long an idle pull waits on the server before asking again. A pull request cannot be
  * withdrawn, so this also bounds how long shutdown waits for an idle loop to notice.
@@ -288,8 +299,8 @@ export class ModelPuller {
               }),
             },
             create(TimingsSchema, {
-              queueUs: Math.max(0, p.pulledAtUs - Number(p.item.enqueuedUnixUs)),
-              batchUs: Math.max(0, startedUs - p.pulledAtUs),
+              queueUs: queueWaitUs(p),
+              batchUs: uint32(startedUs - p.pulledAtUs),
               computeUs: result.computeUs,
               batchItems: inputs.length,
               batchTokens,
