@@ -5,33 +5,14 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+#[path = "../../../test-support/minilm.rs"]
+mod minilm;
+use minilm::minilm_dir;
 use shoal_sidecar_candle::CandleRuntime;
 use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch};
 use shoal_sidecar_sim::{
     CostModel, Profile, SimBackend, SimOverrides, SimParams, pseudo_embedding,
 };
-
-/// `$SHOAL_MINILM_DIR`, else `$SHOAL_HOME/models/all-minilm-l6-v2`, else
-/// `~/.cache/shoal/models/all-minilm-l6-v2`. Panics (never skips) when the model is absent.
-fn minilm_dir() -> PathBuf {
-    let dir = std::env::var_os("SHOAL_MINILM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("SHOAL_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME is not set"))
-                        .join(".cache/shoal")
-                });
-            home.join("models/all-minilm-l6-v2")
-        });
-    assert!(
-        dir.join("tokenizer.json").is_file(),
-        "all-MiniLM-L6-v2 not found in {}; run tools/setup/bootstrap.sh (or set SHOAL_MINILM_DIR)",
-        dir.display()
-    );
-    dir
-}
 
 fn free() -> CostModel {
     CostModel {

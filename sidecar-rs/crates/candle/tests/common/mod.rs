@@ -2,32 +2,14 @@
 // Each test binary compiles this module and uses a different subset of it.
 #![allow(dead_code)]
 
+#[path = "../../../../test-support/minilm.rs"]
+mod minilm;
+pub use minilm::minilm_dir;
+
 use std::path::PathBuf;
 
 use shoal_sidecar_candle::{CandleBackend, CandleRuntime};
 use shoal_sidecar_core::DeviceSpec;
-
-/// `$SHOAL_MINILM_DIR`, else `$SHOAL_HOME/models/all-minilm-l6-v2`, else
-/// `~/.cache/shoal/models/all-minilm-l6-v2`. Panics (never skips) when the weights are absent.
-pub fn minilm_dir() -> PathBuf {
-    let dir = std::env::var_os("SHOAL_MINILM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("SHOAL_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME is not set"))
-                        .join(".cache/shoal")
-                });
-            home.join("models/all-minilm-l6-v2")
-        });
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "all-MiniLM-L6-v2 weights not found in {}; run tools/setup/bootstrap.sh (or set SHOAL_MINILM_DIR)",
-        dir.display()
-    );
-    dir
-}
 
 /// The reference outputs made by `tools/reference/make_minilm_fixture.py`.
 pub fn fixture_path() -> PathBuf {

@@ -2,6 +2,10 @@
 // Each test binary compiles this module and uses a different subset of it.
 #![allow(dead_code)]
 
+#[path = "../../../../test-support/minilm.rs"]
+mod minilm;
+pub use minilm::minilm_dir;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,27 +19,6 @@ use tokio::task::JoinHandle;
 
 /// Upper bound on any single wait, so that a hang fails the test instead of stalling CI.
 pub const PATIENCE: Duration = Duration::from_secs(120);
-
-/// See the candle crate's tests: `$SHOAL_MINILM_DIR`, else `$SHOAL_HOME/models/...`.
-pub fn minilm_dir() -> PathBuf {
-    let dir = std::env::var_os("SHOAL_MINILM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("SHOAL_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME is not set"))
-                        .join(".cache/shoal")
-                });
-            home.join("models/all-minilm-l6-v2")
-        });
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "all-MiniLM-L6-v2 weights not found in {}; run tools/setup/bootstrap.sh (or set SHOAL_MINILM_DIR)",
-        dir.display()
-    );
-    dir
-}
 
 pub struct TestSidecar {
     pub socket: PathBuf,
