@@ -4,20 +4,22 @@
 # outside the clone, so a rerun on a ready machine takes about a second.
 #
 # Usage: bootstrap.sh [--skip-STEP ...] [STEP ...]
-#   STEP is one of: node nats-server models python-clients sidecar (default: all, in that order).
+#   STEP is one of: node nats-server models python-clients llama-cpp-python sidecar (default:
+#   all, in that order).
 #   --skip-sidecar is the common one: it saves the sidecar's first release build (about 3
-#   minutes on two cores) when only TypeScript is being worked on.
+#   minutes on two cores) when only TypeScript is being worked on; llama-cpp-python compiles
+#   llama.cpp once (tens of minutes on two cores) for the tests of the sidecar's openai backend.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-all_steps=(node nats-server models python-clients sidecar)
+all_steps=(node nats-server models python-clients llama-cpp-python sidecar)
 steps=()
 skips=()
 for arg in "$@"; do
   case "${arg}" in
     --skip-*) skips+=("${arg#--skip-}") ;;
-    -h | --help) sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "bootstrap: unknown option ${arg}" >&2; exit 2 ;;
     *) steps+=("${arg}") ;;
   esac

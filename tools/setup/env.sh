@@ -16,6 +16,11 @@
 : "${SHOAL_SIDECAR_BIN:=${CARGO_TARGET_DIR}/release/shoal-sidecar}"
 : "${SHOAL_NATS_SERVER:=${SHOAL_BIN}/nats-server}"
 : "${SHOAL_MINILM_DIR:=${SHOAL_MODELS}/all-minilm-l6-v2}"
+: "${SHOAL_SMOLLM2_GGUF:=${SHOAL_MODELS}/smollm2-135m-instruct/model.gguf}"
+# llama-cpp-python's OpenAI-compatible server, installed by llama-cpp-python.sh; the openai
+# backend's tests run it as the remote runtime.
+: "${SHOAL_LLAMA_VENV:=${SHOAL_HOME}/venv-llama}"
+: "${SHOAL_LLAMA_PYTHON:=${SHOAL_LLAMA_VENV}/bin/python}"
 # Parallel compile jobs for cargo and go. Our machines have 2 cores shared with other
 # work, so the default stays at 2 rather than "all cores" even on bigger hosts.
 : "${SHOAL_BUILD_JOBS:=2}"
@@ -27,4 +32,5 @@
 # deploy/catalog/default.json, which the worker reads too.
 
 export SHOAL_HOME SHOAL_BIN SHOAL_MODELS CARGO_TARGET_DIR \
-  SHOAL_SIDECAR_BIN SHOAL_NATS_SERVER SHOAL_MINILM_DIR SHOAL_BUILD_JOBS SHOAL_NATS_SERVER_VERSION
+  SHOAL_SIDECAR_BIN SHOAL_NATS_SERVER SHOAL_MINILM_DIR SHOAL_SMOLLM2_GGUF SHOAL_BUILD_JOBS SHOAL_NATS_SERVER_VERSION \
+  SHOAL_LLAMA_VENV SHOAL_LLAMA_PYTHON

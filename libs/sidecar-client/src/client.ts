@@ -8,6 +8,23 @@ import {
   type SidecarClientOptions,
 } from "./options.js";
 import {
+  generateFields,
+  Generation,
+  parseDone,
+  parseTokens,
+  type GenerateRequest,
+} from "./generation.js";
+import {
+  parseClassify,
+  parseExtract,
+  parseScore,
+  type ClassifyResult,
+  type ExtractResult,
+  type ScoreRequest,
+  type ScoreResult,
+  type TextsRequest,
+} from "./heads.js";
+import {
   parseEmbed,
   parseEnvelope,
   parseHealth,
@@ -20,6 +37,7 @@ import {
   type StatsResult,
   type UnloadResult,
 } from "./responses.js";
+import { Fields } from "./fields.js";
 import { SidecarProtocolError } from "./sidecar-protocol-error.js";
 import { SidecarTimeoutError } from "./sidecar-timeout-error.js";
 import { SidecarUnavailableError } from "./sidecar-unavailable-error.js";
@@ -109,10 +127,27 @@ interface Pending {
   readonly op: string;
   readonly resolve: (body: FrameBody) => void;
   readonly reject: (error: Error) => void;
-  readonly timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout;
+  /**
+   * Set for `generate`: its `tokens` events go here and leave the request pending; each one
+   * restarts the timer, which for a stream bounds the silence between frames.
+   */
+  readonly stream?: {
+    readonly onTokens: (body: FrameBody) => void;
+    readonly restartTimer: () => NodeJS.Timeout;
+  };
 }
 
 const MAX_ID = 0xffff_ffff;
+
+function textsFields(request: TextsRequest): Record<string, unknown> {
+  return {
+    model: request.model,
+    inputs: request.inputs,
+    truncate: request.truncate,
+    traceparents: request.traceparents,
+  };
+}
 
 /**
  * The worker's connection to its sidecar (docs/sidecar-protocol.md).
@@ -252,6 +287,83 @@ export class SidecarClient {
     return parseEmbed(body, request.inputs.length);
   }
 
+  /** Relevance of each (query, document) pair to a cross-encoder (`rerank`) model. */
+  async score(request: ScoreRequest): Promise<ScoreResult> {
+    if (request.queries.length !== request.documents.length) {
+      throw new RangeError(
+        `sidecar client: score needs as many documents as queries (${request.documents.length} vs ${request.queries.length})`,
+      );
+    }
+    const body = await this.#request(
+      "score",
+      {
+        model: request.model,
+        queries: request.queries,
+        documents: request.documents,
+        truncate: request.truncate,
+        traceparents: request.traceparents,
+      },
+      request,
+    );
+    return parseScore(body, request.queries.length);
+  }
+
+  /** Label probabilities per input from a sequence-classification (`classify`) model. */
+  async classify(request: TextsRequest): Promise<ClassifyResult> {
+    const body = await this.#request("classify", textsFields(request), request);
+    return parseClassify(body, request.inputs.length);
+  }
+
+  /** Entities per input from a token-classification (`extract`) model. */
+  async extract(request: TextsRequest): Promise<ExtractResult> {
+    const body = await this.#request("extract", textsFields(request), request);
+    return parseExtract(body, request.inputs.length);
+  }
+
+  /**
+   * Starts one sequence on a `generate` model and returns at once: iterate the result for its
+   * token events as the sidecar produces them, and await its `done` for the totals. Many
+   * sequences may be in flight at once; the sidecar decodes them together.
+   *
+   * @throws RangeError when both or neither of `prompt` and `messages` are given.
+   */
+  generate(request: GenerateRequest): Generation {
+    if ((request.prompt === undefined) === (request.messages === undefined)) {
+      throw new RangeError("sidecar client: generate needs exactly one of prompt and messages");
+    }
+    let generation: Generation | undefined;
+    const done = this.#request("generate", generateFields(request), request, (id) => {
+      generation = new Generation(id, (target) => this.cancel(target));
+      return (body) => {
+        generation?.pushTokens(parseTokens(body));
+      };
+    });
+    // #request allocates the id synchronously, before any frame can arrive.
+    const started = generation ?? new Generation(0, () => Promise.resolve(false));
+    done.then(
+      (body) => {
+        try {
+          started.finish(parseDone(body));
+        } catch (error) {
+          started.fail(error as Error);
+        }
+      },
+      (error: unknown) => {
+        started.fail(error as Error);
+      },
+    );
+    return started;
+  }
+
+  /**
+   * Cancels the `generate` request `target` on this connection. Resolves false when it had
+   * already finished; its stream then ends with `finish_reason: "cancelled"`.
+   */
+  async cancel(target: number, options?: CallOptions): Promise<boolean> {
+    const body = await this.#request("cancel", { target }, options);
+    return new Fields(body, "cancel response").boolean("cancelled");
+  }
+
   /** Uptime and per-model counters. */
   async stats(options?: CallOptions): Promise<StatsResult> {
     return parseStats(await this.#request("stats", {}, options));
@@ -271,10 +383,15 @@ export class SidecarClient {
     await this.#closed;
   }
 
+  /**
+   * Sends one request. `streamed`, given for `generate`, is called with the request's id
+   * before the frame is written and returns the handler for its `tokens` events.
+   */
   #request(
     op: string,
     fields: Record<string, unknown>,
     options: CallOptions | undefined,
+    streamed?: (id: number) => (body: FrameBody) => void,
   ): Promise<FrameBody> {
     return new Promise((resolve, reject) => {
       if (this.#reason !== undefined) {
@@ -292,11 +409,19 @@ export class SidecarClient {
         reject(new FrameTooLargeError(bodyBytes, this.#options.maxFrameBytes));
         return;
       }
-      const timer = setTimeout(() => {
-        this.#pending.delete(id);
-        reject(new SidecarTimeoutError(op, timeoutMs));
-      }, timeoutMs);
-      this.#pending.set(id, { op, resolve, reject, timer });
+      const startTimer = (): NodeJS.Timeout =>
+        setTimeout(() => {
+          this.#pending.delete(id);
+          reject(new SidecarTimeoutError(op, timeoutMs));
+        }, timeoutMs);
+      const onTokens = streamed?.(id);
+      this.#pending.set(id, {
+        op,
+        resolve,
+        reject,
+        timer: startTimer(),
+        stream: onTokens === undefined ? undefined : { onTokens, restartTimer: startTimer },
+      });
       this.#socket.write(frame);
     });
   }
@@ -339,6 +464,19 @@ export class SidecarClient {
     if (envelope.id === 0) {
       // Id 0 is never ours: the sidecar could not read some frame of ours at all.
       this.#fail(envelope.ok ? new SidecarProtocolError("response with id 0") : envelope.error);
+      return;
+    }
+    if (envelope.ok && envelope.body.event === "tokens") {
+      // A stream's intermediate event: the request stays pending.
+      const streaming = this.#pending.get(envelope.id);
+      if (streaming?.stream === undefined) return;
+      clearTimeout(streaming.timer);
+      streaming.timer = streaming.stream.restartTimer();
+      try {
+        streaming.stream.onTokens(envelope.body);
+      } catch (error) {
+        this.#settle(envelope.id)?.reject(error as Error);
+      }
       return;
     }
     // An unknown id is the late answer to a request that already timed out.

@@ -26,6 +26,25 @@ export class Fields {
     return value;
   }
 
+  /** A finite number, integer or float (MessagePack f32 arrives as a JS number). */
+  number(key: string): number {
+    const value = this.body[key];
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      throw this.#wrong(key, "a finite number", value);
+    }
+    return value;
+  }
+
+  /** Like {@link string}, but absent (or nil) is `undefined`. */
+  optionalString(key: string): string | undefined {
+    return this.body[key] === undefined || this.body[key] === null ? undefined : this.string(key);
+  }
+
+  /** Like {@link uint}, but absent (or nil) is `undefined`. */
+  optionalUint(key: string): number | undefined {
+    return this.body[key] === undefined || this.body[key] === null ? undefined : this.uint(key);
+  }
+
   boolean(key: string): boolean {
     const value = this.body[key];
     if (typeof value !== "boolean") throw this.#wrong(key, "a boolean", value);
@@ -62,6 +81,22 @@ export class Fields {
 
   booleanArray(key: string): boolean[] {
     return this.#array(key, "booleans", (v): v is boolean => typeof v === "boolean");
+  }
+
+  stringArray(key: string): string[] {
+    return this.#array(key, "strings", (v): v is string => typeof v === "string");
+  }
+
+  /** An array holding one array of maps per input, e.g. the entities of each text. */
+  arrayOfMapArrays(key: string): Fields[][] {
+    const rows = this.#array(
+      key,
+      "arrays of maps",
+      (v): v is FrameBody[] => Array.isArray(v) && v.every(isMap),
+    );
+    return rows.map((row, i) =>
+      row.map((item, j) => new Fields(item, `${this.what} field "${key}[${i}][${j}]"`)),
+    );
   }
 
   mapArray(key: string): Fields[] {

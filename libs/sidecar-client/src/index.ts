@@ -7,6 +7,23 @@ export type {
 } from "./client.js";
 export { SidecarClient } from "./client.js";
 export { toFloat32Array } from "./float32.js";
+export type {
+  ChatTurn,
+  FinishReason,
+  GenerateRequest,
+  GeneratedTokens,
+  GenerationDone,
+} from "./generation.js";
+export { Generation } from "./generation.js";
+export type {
+  ClassifyResult,
+  ExtractedEntity,
+  ExtractResult,
+  HeadAccounting,
+  ScoreRequest,
+  ScoreResult,
+  TextsRequest,
+} from "./heads.js";
 export type { FrameBody, FrameDecoderOptions } from "./frame.js";
 export { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FRAME_HEADER_BYTES, FrameDecoder } from "./frame.js";
 export { FrameTooLargeError } from "./frame-too-large-error.js";

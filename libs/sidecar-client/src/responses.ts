@@ -7,9 +7,15 @@ import { SidecarProtocolError } from "./sidecar-protocol-error.js";
 export type SidecarBackend = "candle-cpu" | "candle-cuda" | "sim";
 const BACKENDS = ["candle-cpu", "candle-cuda", "sim"] as const satisfies readonly SidecarBackend[];
 
-/** Model families a sidecar serves. */
-export type ModelFamily = "embedding";
-const FAMILIES = ["embedding"] as const satisfies readonly ModelFamily[];
+/** Model families a sidecar serves; each has its own op (`embed`, `score`, …). */
+export type ModelFamily = "embedding" | "rerank" | "classify" | "extract" | "generate";
+const FAMILIES = [
+  "embedding",
+  "rerank",
+  "classify",
+  "extract",
+  "generate",
+] as const satisfies readonly ModelFamily[];
 
 /** Answer to `health`. */
 export interface HealthResult {
@@ -23,8 +29,15 @@ export interface HealthResult {
 export interface LoadResult {
   readonly model: string;
   readonly family: ModelFamily;
-  /** Embedding width. */
+  /**
+   * Embedding width; for `classify` and `extract` the number of labels, for `generate` the
+   * vocabulary size.
+   */
   readonly dim: number;
+  /** The labels of a `classify` or `extract` model, in id order. */
+  readonly labels?: string[];
+  /** Context length of a `generate` model, in tokens. */
+  readonly contextTokens?: number;
   /** Longest input, in tokens, the model accepts; longer inputs are truncated or refused. */
   readonly maxInputTokens: number;
   /** Size of the weights as loaded. */
@@ -66,6 +79,10 @@ export interface ModelStats {
   readonly items: number;
   readonly tokens: number;
   readonly busyUs: number;
+  /** `generate` models: sequences finished since load. */
+  readonly sequences?: number;
+  /** `generate` models: tokens those sequences generated. */
+  readonly generatedTokens?: number;
 }
 
 /** Answer to `stats`. */
@@ -104,13 +121,19 @@ export function parseHealth(body: FrameBody): HealthResult {
 
 export function parseLoad(body: FrameBody): LoadResult {
   const f = new Fields(body, "load response");
+  const family = f.oneOf("family", FAMILIES);
+  const labels =
+    family === "classify" || family === "extract" ? f.stringArray("labels") : undefined;
+  const contextTokens = family === "generate" ? f.optionalUint("context_tokens") : undefined;
   return {
     model: f.string("model"),
-    family: f.oneOf("family", FAMILIES),
+    family,
     dim: f.uint("dim"),
     maxInputTokens: f.uint("max_input_tokens"),
     memoryBytes: f.uint("memory_bytes"),
     loadUs: f.uint("load_us"),
+    ...(labels === undefined ? {} : { labels }),
+    ...(contextTokens === undefined ? {} : { contextTokens }),
   };
 }
 
@@ -168,6 +191,17 @@ export function parseStats(body: FrameBody): StatsResult {
       items: m.uint("items"),
       tokens: m.uint("tokens"),
       busyUs: m.uint("busy_us"),
+      ...optionalCounters(m),
     })),
+  };
+}
+
+/** The generation counters, reported by sidecars that serve `generate` models. */
+function optionalCounters(m: Fields): { sequences?: number; generatedTokens?: number } {
+  const sequences = m.optionalUint("sequences");
+  const generatedTokens = m.optionalUint("generated_tokens");
+  return {
+    ...(sequences === undefined ? {} : { sequences }),
+    ...(generatedTokens === undefined ? {} : { generatedTokens }),
   };
 }

@@ -6,15 +6,26 @@
 //! chosen from the checkpoint's `config.json`.
 
 mod backend;
+mod chat_template;
+mod detokenize;
+mod entities;
 mod error;
+mod generator;
+mod gguf;
 pub mod models;
 mod pooling;
 mod runtime;
+mod sampling;
 mod sentence_transformers;
+mod task;
+mod vocab;
 mod weights;
 
 pub use backend::CandleBackend;
 pub use error::LoadError;
+pub use generator::{LlamaGenerator, PREFILL_CHUNK};
+pub use gguf::GGUF_MAGIC;
 pub use pooling::Pooling;
 pub use runtime::CandleRuntime;
 pub use sentence_transformers::SentenceTransformersConfig;
+pub use task::{Activation, Task};

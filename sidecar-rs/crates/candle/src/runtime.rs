@@ -1,9 +1,14 @@
 use std::path::Path;
 
 use candle_core::Device;
-use shoal_sidecar_core::DeviceSpec;
+use shoal_sidecar_core::{Backend, DeviceSpec};
 
+use crate::generator::LlamaGenerator;
+use crate::sentence_transformers::read_json;
 use crate::{CandleBackend, LoadError};
+
+/// The weights file of a model directory in GGUF layout (`libs/model-sources` names it so).
+const GGUF_FILE: &str = "model.gguf";
 
 /// The device every model of one sidecar runs on. Created once at start so that a missing GPU
 /// fails the process before it reports ready, and so that all models share one CUDA context.
@@ -51,4 +56,42 @@ impl CandleRuntime {
     pub fn load(&self, dir: &Path) -> Result<CandleBackend, LoadError> {
         CandleBackend::load(dir, &self.device)
     }
+
+    /// Loads whatever `path` holds onto this runtime's device: a GGUF file is a generative
+    /// Llama-family model, and so is a directory holding `model.gguf` and no `config.json`
+    /// (the layout model-sources gives a GGUF model, whose tokenizer and chat template live in
+    /// its metadata); any other directory is a generator when its `config.json` says `llama`,
+    /// and an encoder ([`CandleRuntime::load`]) otherwise.
+    pub fn load_model(&self, path: &Path) -> Result<Box<dyn Backend>, LoadError> {
+        if path.is_file() {
+            return Ok(Box::new(LlamaGenerator::load_gguf(path, &self.device)?));
+        }
+        let config_path = path.join("config.json");
+        let gguf_path = path.join(GGUF_FILE);
+        if !config_path.exists() && gguf_path.is_file() {
+            return Ok(Box::new(LlamaGenerator::load_gguf(
+                &gguf_path,
+                &self.device,
+            )?));
+        }
+        if config_path.is_file() {
+            let config: serde_json::Value = read_json(&config_path)?;
+            if is_llama(&config) {
+                return Ok(Box::new(LlamaGenerator::load_dir(
+                    path,
+                    config,
+                    &self.device,
+                )?));
+            }
+        }
+        Ok(Box::new(self.load(path)?))
+    }
+}
+
+/// Whether a transformers `config.json` describes a Llama-family causal LM.
+fn is_llama(config: &serde_json::Value) -> bool {
+    config["model_type"] == "llama"
+        || config["architectures"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "LlamaForCausalLM"))
 }

@@ -1,10 +1,20 @@
-use crate::{BackendError, EmbedBatch, Embeddings};
+use crate::{
+    BackendError, EmbedBatch, Embeddings, Entities, Generator, PairBatch, Probabilities, Scores,
+};
 
 /// What kind of answers a resident model gives; reported to clients as `family`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ModelFamily {
     /// Sentence embeddings: one pooled vector per input.
     Embedding,
+    /// Cross-encoder relevance: one score per (query, document) pair.
+    Rerank,
+    /// Sequence classification: label probabilities per input.
+    Classify,
+    /// Token classification: labelled spans (entities) per input.
+    Extract,
+    /// Text generation through [`Backend::generator`].
+    Generate,
 }
 
 impl ModelFamily {
@@ -12,6 +22,10 @@ impl ModelFamily {
     pub fn as_str(self) -> &'static str {
         match self {
             ModelFamily::Embedding => "embedding",
+            ModelFamily::Generate => "generate",
+            ModelFamily::Rerank => "rerank",
+            ModelFamily::Classify => "classify",
+            ModelFamily::Extract => "extract",
         }
     }
 }
@@ -45,4 +59,33 @@ pub trait Backend {
 
     /// Embeds every input of `batch`, returning rows in input order.
     fn embed(&self, batch: &EmbedBatch) -> Result<Embeddings, BackendError>;
+
+    /// The label names of a `classify` or `extract` model, in id order; empty otherwise.
+    fn labels(&self) -> &[String] {
+        &[]
+    }
+
+    /// Scores every (query, document) pair of `batch` with a cross-encoder, in pair order.
+    fn score(&self, batch: &PairBatch) -> Result<Scores, BackendError> {
+        let _ = batch;
+        Err(BackendError::unsupported(self.family(), "score"))
+    }
+
+    /// Label probabilities for every input of `batch`, rows in input order.
+    fn classify(&self, batch: &EmbedBatch) -> Result<Probabilities, BackendError> {
+        let _ = batch;
+        Err(BackendError::unsupported(self.family(), "classify"))
+    }
+
+    /// The entities in every input of `batch`, lists in input order.
+    fn extract(&self, batch: &EmbedBatch) -> Result<Entities, BackendError> {
+        let _ = batch;
+        Err(BackendError::unsupported(self.family(), "extract"))
+    }
+
+    /// The model's [`Generator`], for [`ModelFamily::Generate`] models; `None` (the default)
+    /// for every model that does not generate text.
+    fn generator(&self) -> Option<&dyn Generator> {
+        None
+    }
 }

@@ -19,4 +19,22 @@ pub enum BackendError {
     /// The forward pass failed; a bug or a broken device.
     #[error("inference failed: {0}")]
     Inference(String),
+    /// A pair batch whose two sides differ in length.
+    #[error("{queries} queries but {documents} documents; pairs need one of each")]
+    MismatchedPairs {
+        /// Length of the first side.
+        queries: usize,
+        /// Length of the second side.
+        documents: usize,
+    },
+    /// The model does not answer this operation (an embedding model asked to `score`).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl BackendError {
+    /// `op` asked of a model of `family` that does not answer it.
+    pub fn unsupported(family: crate::ModelFamily, op: &str) -> Self {
+        BackendError::Unsupported(format!("models of family `{family}` do not answer `{op}`"))
+    }
 }

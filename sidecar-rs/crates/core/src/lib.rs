@@ -9,9 +9,18 @@ mod backend;
 mod batch;
 mod device;
 mod error;
+mod generate;
+mod heads;
+mod stop;
 pub mod text;
 
 pub use backend::{Backend, ModelFamily};
 pub use batch::{EmbedBatch, Embeddings};
 pub use device::{DeviceSpec, ParseDeviceError};
 pub use error::BackendError;
+pub use generate::{
+    ChatMessage, FinishReason, GenerateRequest, Generator, Prompt, Sampling, SequenceEvent,
+    SequenceId,
+};
+pub use heads::{Entities, Entity, PairBatch, Probabilities, Scores};
+pub use stop::{Released, StopFilter};

@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::{FrameError, read_frame, write_frame};
+use crate::generation::Streams;
 use crate::handler::{State, handle};
 use crate::response;
 
@@ -40,6 +41,7 @@ pub(crate) async fn serve(
     let writer = tokio::spawn(write_loop(write_half, queue));
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
     let requests = TaskTracker::new();
+    let streams = Arc::new(Streams::default());
 
     loop {
         let permit = tokio::select! {
@@ -57,14 +59,19 @@ pub(crate) async fn serve(
             Ok(Some(body)) => {
                 let state = Arc::clone(&state);
                 let responses = responses.clone();
+                let streams = Arc::clone(&streams);
                 requests.spawn(async move {
-                    let frame = handle(state, body).await;
+                    let frame = handle(state, body, &streams, &responses).await;
                     // A failed send means the writer is gone with the client; nothing to do.
                     let _ = responses.send(frame).await;
                     drop(permit);
                 });
             }
-            Ok(None) => break,
+            Ok(None) => {
+                // The client is gone: its sequences would generate for nobody.
+                streams.cancel_all();
+                break;
+            }
             Err(FrameError::TooLarge { len, max }) => {
                 tracing::warn!(len, max, "closing a connection after an oversized frame");
                 let error = ProtocolError::new(
@@ -76,6 +83,7 @@ pub(crate) async fn serve(
             }
             Err(e) => {
                 tracing::debug!(error = %e, "connection ended");
+                streams.cancel_all();
                 break;
             }
         }

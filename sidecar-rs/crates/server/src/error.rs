@@ -2,6 +2,7 @@
 
 use shoal_sidecar_candle::LoadError;
 use shoal_sidecar_core::BackendError;
+use shoal_sidecar_openai::OpenAiError;
 use shoal_sidecar_sim::SimError;
 
 /// The protocol's `error.code` values.
@@ -78,7 +79,9 @@ impl From<BackendError> for ProtocolError {
     fn from(e: BackendError) -> Self {
         let code = match e {
             BackendError::InputTooLong { .. } => ErrorCode::InputTooLong,
-            BackendError::EmptyBatch => ErrorCode::BadRequest,
+            BackendError::EmptyBatch
+            | BackendError::Unsupported(_)
+            | BackendError::MismatchedPairs { .. } => ErrorCode::BadRequest,
             BackendError::Tokenizer(_) | BackendError::Inference(_) => ErrorCode::Internal,
         };
         Self::new(code, e.to_string())
@@ -88,6 +91,19 @@ impl From<BackendError> for ProtocolError {
 impl From<LoadError> for ProtocolError {
     fn from(e: LoadError) -> Self {
         Self::new(ErrorCode::LoadFailed, e.to_string())
+    }
+}
+
+impl From<OpenAiError> for ProtocolError {
+    fn from(e: OpenAiError) -> Self {
+        // Past decoding, an unreachable or misbehaving remote can only fail a load: requests
+        // to a loaded model report it through `BackendError`.
+        let code = if e.is_bad_settings() {
+            ErrorCode::BadRequest
+        } else {
+            ErrorCode::LoadFailed
+        };
+        Self::new(code, e.to_string())
     }
 }
 

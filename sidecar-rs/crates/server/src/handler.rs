@@ -6,15 +6,18 @@ use std::time::{Instant, SystemTime};
 
 use opentelemetry::KeyValue;
 use shoal_sidecar_core::EmbedBatch;
-use tokio::sync::oneshot;
+use tokio::sync::mpsc;
 
 use crate::error::{ErrorCode, ProtocolError};
+use crate::generation::{self, Streams};
+use crate::heads;
 use crate::options::BackendKind;
 use crate::registry::Registry;
 use crate::request::{self, Limits, Op, Request};
 use crate::response;
-use crate::runner::{EmbedJob, LoadSpec};
+use crate::runner::LoadSpec;
 use crate::trace;
+use crate::work::{self, Answer, Work};
 
 /// What every connection shares.
 pub(crate) struct State {
@@ -27,7 +30,15 @@ pub(crate) struct State {
 }
 
 /// Answers `body`. Never fails: every problem becomes an error response.
-pub(crate) async fn handle(state: Arc<State>, body: Vec<u8>) -> Vec<u8> {
+///
+/// A `generate` sends its `tokens` frames through `responses` itself and returns the last one;
+/// `streams` are the generations in flight on the same connection, for `cancel`.
+pub(crate) async fn handle(
+    state: Arc<State>,
+    body: Vec<u8>,
+    streams: &Streams,
+    responses: &mpsc::Sender<Vec<u8>>,
+) -> Vec<u8> {
     let request = match request::decode(&body, state.limits) {
         Ok(request) => request,
         Err(rejected) => {
@@ -45,11 +56,11 @@ pub(crate) async fn handle(state: Arc<State>, body: Vec<u8>) -> Vec<u8> {
     let parent = request.traceparent.and_then(trace::parse);
     let trace_id = parent.as_ref().and_then(trace::trace_id);
     let start = SystemTime::now();
-    let result = dispatch(&state, request).await;
-    // The embed span is recorded by the model thread, which knows the compute timing. Other
+    let result = dispatch(&state, request, streams, responses).await;
+    // Batch spans are recorded by the model thread, which knows the compute timing. Other
     // ops get a span only inside a caller's trace: health and stats are polled often, and a
     // root trace per poll would bury the traces that matter.
-    if op != "embed"
+    if !matches!(op, "embed" | "score" | "classify" | "extract" | "generate")
         && let Some(parent) = parent
     {
         trace::record(
@@ -57,6 +68,7 @@ pub(crate) async fn handle(state: Arc<State>, body: Vec<u8>) -> Vec<u8> {
                 "health" => "sidecar.health",
                 "stats" => "sidecar.stats",
                 "load" => "sidecar.load",
+                "cancel" => "sidecar.cancel",
                 _ => "sidecar.unload",
             },
             &[parent],
@@ -86,7 +98,12 @@ pub(crate) async fn handle(state: Arc<State>, body: Vec<u8>) -> Vec<u8> {
     }
 }
 
-async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, ProtocolError> {
+async fn dispatch(
+    state: &State,
+    request: Request<'_>,
+    streams: &Streams,
+    responses: &mpsc::Sender<Vec<u8>>,
+) -> Result<Vec<u8>, ProtocolError> {
     let id = request.id;
     match request.op {
         Op::Health => Ok(response::ok(
@@ -95,7 +112,9 @@ async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, Protoc
                 version: env!("CARGO_PKG_VERSION"),
                 backend: match state.backend {
                     BackendKind::Sim => BackendKind::Sim.as_str(),
-                    BackendKind::Candle => state.registry.runtime().backend_name(),
+                    BackendKind::Candle | BackendKind::Openai => {
+                        state.registry.runtime().backend_name()
+                    }
                 },
                 device: &state.device,
             },
@@ -112,9 +131,25 @@ async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, Protoc
             path,
             backend,
             sim,
+            openai,
         } => {
             let backend = backend.unwrap_or(state.backend);
+            if openai.is_some() && backend != BackendKind::Openai {
+                return Err(ProtocolError::bad_request(
+                    "`openai` is only valid with backend `openai`",
+                ));
+            }
             let spec = match (backend, path, sim) {
+                (BackendKind::Openai, Some(_), _) | (BackendKind::Openai, _, Some(_)) => {
+                    return Err(ProtocolError::bad_request(
+                        "backend `openai` takes neither `path` nor `sim`",
+                    ));
+                }
+                (BackendKind::Openai, None, None) => LoadSpec::Openai {
+                    config: openai.ok_or_else(|| {
+                        ProtocolError::bad_request("backend `openai` needs the `openai` map")
+                    })?,
+                },
                 (BackendKind::Candle, None, _) => {
                     return Err(ProtocolError::bad_request(
                         "`path` is required for the candle backend",
@@ -148,6 +183,10 @@ async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, Protoc
                     max_input_tokens: handle.info.max_input_tokens as u64,
                     memory_bytes: handle.info.memory_bytes,
                     load_us: handle.info.load_us,
+                    labels: &handle.info.labels,
+                    context_tokens: (handle.info.family
+                        == shoal_sidecar_core::ModelFamily::Generate)
+                        .then_some(handle.info.max_input_tokens as u64),
                 },
             ))
         }
@@ -162,42 +201,55 @@ async fn dispatch(state: &State, request: Request<'_>) -> Result<Vec<u8>, Protoc
             truncate,
             traceparents,
         } => {
-            let handle = state.registry.get(model)?;
             let parents =
                 trace::distinct_parents(traceparents.iter().copied().chain(request.traceparent));
-            let (reply, done) = oneshot::channel();
-            handle
-                .submit(EmbedJob {
-                    batch: EmbedBatch {
-                        inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
-                        truncate,
-                    },
-                    parents,
-                    enqueued: Instant::now(),
-                    reply,
-                })
-                .await?;
-            // Holding the handle while waiting would make an unload wait for this response
-            // even though the job is already queued, which is all unload promises to finish.
-            drop(handle);
-            let done = done.await.map_err(|_| {
-                ProtocolError::new(
+            let work = Work::Embed(EmbedBatch {
+                inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
+                truncate,
+            });
+            let (done, _) = work::run(&state.registry, model, work, parents).await?;
+            let Answer::Embeddings {
+                dim,
+                embeddings,
+                tokens,
+                truncated,
+            } = &done.answer
+            else {
+                return Err(ProtocolError::new(
                     ErrorCode::Internal,
-                    format!("model `{model}` stopped before answering"),
-                )
-            })??;
+                    "an embed batch answered with something else",
+                ));
+            };
             Ok(response::ok(
                 id,
                 &response::Embedded {
-                    dim: done.dim as u64,
-                    count: done.tokens.len() as u64,
-                    embeddings: serde_bytes::Bytes::new(&done.embeddings),
-                    tokens: &done.tokens,
-                    truncated: &done.truncated,
+                    dim: *dim as u64,
+                    count: tokens.len() as u64,
+                    embeddings: serde_bytes::Bytes::new(embeddings),
+                    tokens,
+                    truncated,
                     queue_us: done.queue_us,
                     compute_us: done.compute_us,
                 },
             ))
         }
+        Op::Head {
+            model,
+            inputs,
+            truncate,
+            traceparents,
+        } => {
+            let parents =
+                trace::distinct_parents(traceparents.iter().copied().chain(request.traceparent));
+            heads::answer(&state.registry, id, model, inputs, truncate, parents).await
+        }
+        Op::Generate {
+            model,
+            request: job,
+        } => {
+            let parent = request.traceparent.and_then(trace::parse);
+            generation::generate(&state.registry, streams, responses, id, model, job, parent).await
+        }
+        Op::Cancel { target } => Ok(generation::cancel(streams, id, target)),
     }
 }

@@ -6,8 +6,11 @@
 mod connection;
 mod error;
 mod frame;
+mod generation;
 mod handler;
+mod heads;
 mod msgpack;
+mod openai_load;
 mod options;
 mod otlp_http;
 mod registry;
@@ -16,6 +19,7 @@ mod response;
 mod runner;
 pub mod telemetry;
 mod trace;
+mod work;
 
 use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

@@ -96,6 +96,10 @@ pub enum BackendKind {
     Candle,
     /// The simulated backend: a calibrated cost model, no compute.
     Sim,
+    /// A remote OpenAI-compatible server. Only a `load` with its `openai` map can name it, so
+    /// `--backend` does not offer it.
+    #[value(skip)]
+    Openai,
 }
 
 impl BackendKind {
@@ -104,6 +108,7 @@ impl BackendKind {
         match self {
             BackendKind::Candle => "candle",
             BackendKind::Sim => "sim",
+            BackendKind::Openai => "openai",
         }
     }
 
@@ -112,6 +117,7 @@ impl BackendKind {
         match name {
             "candle" => Some(BackendKind::Candle),
             "sim" => Some(BackendKind::Sim),
+            "openai" => Some(BackendKind::Openai),
             _ => None,
         }
     }

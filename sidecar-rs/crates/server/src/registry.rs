@@ -166,6 +166,8 @@ impl Registry {
                     items: handle.counters.items.load(Ordering::Relaxed),
                     tokens: handle.counters.tokens.load(Ordering::Relaxed),
                     busy_us: handle.counters.busy_us.load(Ordering::Relaxed),
+                    sequences: handle.counters.sequences.load(Ordering::Relaxed),
+                    generated_tokens: handle.counters.generated_tokens.load(Ordering::Relaxed),
                 }),
                 Slot::Loading => None,
             })

@@ -3,7 +3,13 @@
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Malformed, Reader};
 use crate::options::BackendKind;
+use shoal_sidecar_openai::{OpenAiConfig, OpenAiSettings};
 use shoal_sidecar_sim::{SimOverrides, SimParams};
+
+mod generate;
+mod heads;
+
+pub(crate) use heads::HeadInputs;
 
 /// A decoded request, borrowing its strings from the frame body.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +32,8 @@ pub(crate) enum Op<'a> {
         backend: Option<BackendKind>,
         /// The `sim` map, resolved against its calibration profile and range-checked.
         sim: Option<SimParams>,
+        /// The `openai` map, validated.
+        openai: Option<OpenAiConfig>,
     },
     Unload {
         model: &'a str,
@@ -35,6 +43,22 @@ pub(crate) enum Op<'a> {
         inputs: Vec<&'a str>,
         truncate: bool,
         traceparents: Vec<&'a str>,
+    },
+    /// `score`, `classify` or `extract`, which `inputs` tells apart.
+    Head {
+        model: &'a str,
+        inputs: HeadInputs<'a>,
+        truncate: bool,
+        traceparents: Vec<&'a str>,
+    },
+    /// One sequence; its answers stream.
+    Generate {
+        model: &'a str,
+        request: shoal_sidecar_core::GenerateRequest,
+    },
+    /// Cancels the `generate` request `target` of the same connection.
+    Cancel {
+        target: u64,
     },
 }
 
@@ -46,6 +70,9 @@ impl Op<'_> {
             Op::Load { .. } => "load",
             Op::Unload { .. } => "unload",
             Op::Embed { .. } => "embed",
+            Op::Head { inputs, .. } => inputs.op_name(),
+            Op::Generate { .. } => "generate",
+            Op::Cancel { .. } => "cancel",
         }
     }
 }
@@ -79,16 +106,30 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
     let (id, op) = envelope(body)?;
     let op = op.ok_or_else(|| bad_frame(id, "request has no `op`"))?;
     let reject = |error: ProtocolError| Rejected { id, error };
-    if !matches!(op, "health" | "stats" | "load" | "unload" | "embed") {
+    if !matches!(
+        op,
+        "health"
+            | "stats"
+            | "load"
+            | "unload"
+            | "embed"
+            | "score"
+            | "classify"
+            | "extract"
+            | "generate"
+            | "cancel"
+    ) {
         return Err(reject(ProtocolError::new(
             ErrorCode::UnknownOp,
             format!(
-                "unknown op `{}`; expected health, load, unload, embed or stats",
+                "unknown op `{}`; expected health, load, unload, embed, score, classify, \
+                 extract, generate, cancel or stats",
                 op.escape_debug()
             ),
         )));
     }
     let fields = Fields::read(body, op, limits).map_err(reject)?;
+    let traceparent = fields.traceparent;
     let op = match op {
         "health" => Op::Health,
         "stats" => Op::Stats,
@@ -111,10 +152,17 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
                 ),
                 None => None,
             },
+            openai: match fields.openai {
+                Some(settings) => Some(crate::openai_load::resolve(settings).map_err(reject)?),
+                None => None,
+            },
         },
         "unload" => Op::Unload {
             model: fields.required_model().map_err(reject)?,
         },
+        "score" | "classify" | "extract" => heads::decode(op, fields).map_err(reject)?,
+        "generate" => generate::decode_generate(fields).map_err(reject)?,
+        "cancel" => generate::decode_cancel(&fields).map_err(reject)?,
         _ => {
             let model = fields.required_model().map_err(reject)?;
             let inputs = fields.inputs.ok_or_else(|| reject(missing("inputs")))?;
@@ -133,14 +181,14 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
     };
     Ok(Request {
         id,
-        traceparent: fields.traceparent,
+        traceparent,
         op,
     })
 }
 
-fn too_many_inputs(count: u64, max: usize) -> ProtocolError {
+fn too_many_inputs(field: &str, count: u64, max: usize) -> ProtocolError {
     ProtocolError::bad_request(format!(
-        "`inputs` has {count} items, more than the limit of {max}"
+        "`{field}` has {count} items, more than the limit of {max}"
     ))
 }
 
@@ -218,10 +266,18 @@ struct Fields<'a> {
     model: Option<&'a str>,
     path: Option<&'a str>,
     inputs: Option<Vec<&'a str>>,
+    /// `score`: the two sides of each pair.
+    queries: Option<Vec<&'a str>>,
+    documents: Option<Vec<&'a str>>,
     truncate: Option<bool>,
     traceparents: Option<Vec<&'a str>>,
     backend: Option<BackendKind>,
     sim: Option<SimOverrides>,
+    openai: Option<OpenAiSettings>,
+    /// `generate`: prompt and sampling.
+    generate: generate::GenerateFields<'a>,
+    /// `cancel`: the request to cancel.
+    target: Option<u64>,
 }
 
 impl<'a> Fields<'a> {
@@ -250,25 +306,33 @@ impl<'a> Fields<'a> {
             }
             match (op, key) {
                 (_, b"traceparent") => fields.traceparent = Some(string("traceparent", value)?),
-                ("load" | "unload" | "embed", b"model") => {
-                    fields.model = Some(string("model", value)?)
-                }
+                (
+                    "load" | "unload" | "embed" | "score" | "classify" | "extract" | "generate",
+                    b"model",
+                ) => fields.model = Some(string("model", value)?),
                 ("load", b"path") => fields.path = Some(string("path", value)?),
+                ("generate", key) if generate::GenerateFields::owns(key) => {
+                    fields.generate.read(&mut r, key, value)?
+                }
+                ("cancel", b"target") => fields.target = Some(count("target", value)?),
                 ("load", b"backend") => {
                     let name = string("backend", value)?;
                     fields.backend = Some(BackendKind::from_name(name).ok_or_else(|| {
                         ProtocolError::bad_request(format!(
-                            "`backend` must be `candle` or `sim`, got `{}`",
+                            "`backend` must be `candle`, `sim` or `openai`, got `{}`",
                             name.escape_debug()
                         ))
                     })?)
                 }
                 ("load", b"sim") => fields.sim = Some(sim_overrides(&mut r, value)?),
-                ("embed", b"truncate") => match value {
+                ("load", b"openai") => {
+                    fields.openai = Some(crate::openai_load::settings(&mut r, value)?)
+                }
+                ("embed" | "score" | "classify" | "extract", b"truncate") => match value {
                     Item::Bool(v) => fields.truncate = Some(v),
                     other => return Err(wrong_type("truncate", "a bool", other)),
                 },
-                ("embed", b"inputs") => {
+                ("embed" | "classify" | "extract", b"inputs") => {
                     fields.inputs = Some(strings(
                         &mut r,
                         "inputs",
@@ -276,7 +340,23 @@ impl<'a> Fields<'a> {
                         Some(limits.max_batch_items),
                     )?)
                 }
-                ("embed", b"traceparents") => {
+                ("score", b"queries") => {
+                    fields.queries = Some(strings(
+                        &mut r,
+                        "queries",
+                        value,
+                        Some(limits.max_batch_items),
+                    )?)
+                }
+                ("score", b"documents") => {
+                    fields.documents = Some(strings(
+                        &mut r,
+                        "documents",
+                        value,
+                        Some(limits.max_batch_items),
+                    )?)
+                }
+                ("embed" | "score" | "classify" | "extract", b"traceparents") => {
                     fields.traceparents = Some(strings(&mut r, "traceparents", value, None)?)
                 }
                 _ => r.skip_children(value).map_err(broken)?,
@@ -345,7 +425,7 @@ fn negative(field: &str) -> ProtocolError {
     ProtocolError::bad_request(format!("`{field}` must not be negative"))
 }
 
-fn count(field: &str, value: Item<'_>) -> Result<u64, ProtocolError> {
+pub(crate) fn count(field: &str, value: Item<'_>) -> Result<u64, ProtocolError> {
     match value {
         Item::Uint(v) => Ok(v),
         Item::Int(_) => Err(negative(field)),
@@ -363,14 +443,14 @@ fn number(field: &str, value: Item<'_>) -> Result<f64, ProtocolError> {
     }
 }
 
-fn wrong_type(field: &str, expected: &str, got: Item<'_>) -> ProtocolError {
+pub(crate) fn wrong_type(field: &str, expected: &str, got: Item<'_>) -> ProtocolError {
     ProtocolError::bad_request(format!(
         "`{field}` must be {expected}, got {}",
         got.type_name()
     ))
 }
 
-fn string<'a>(field: &str, value: Item<'a>) -> Result<&'a str, ProtocolError> {
+pub(crate) fn string<'a>(field: &str, value: Item<'a>) -> Result<&'a str, ProtocolError> {
     match value {
         Item::Str(bytes) => std::str::from_utf8(bytes)
             .map_err(|_| ProtocolError::bad_request(format!("`{field}` is not valid UTF-8"))),
@@ -391,7 +471,7 @@ fn strings<'a>(
     if let Some(max) = max
         && len as usize > max
     {
-        return Err(too_many_inputs(u64::from(len), max));
+        return Err(too_many_inputs(field, u64::from(len), max));
     }
     // Capacity is bounded by the body: every element takes at least one byte.
     let mut out = Vec::new();
@@ -471,6 +551,7 @@ mod tests {
                     path: Some("/d"),
                     backend: None,
                     sim: None,
+                    openai: None,
                 }
             }
         );
@@ -706,7 +787,7 @@ mod tests {
         let cases = [
             (
                 load(&[("backend", V::from("tpu"))]),
-                "`backend` must be `candle` or `sim`",
+                "`backend` must be `candle`, `sim` or `openai`",
             ),
             (
                 load(&[("backend", V::from(1))]),
@@ -768,10 +849,10 @@ mod tests {
 
     #[test]
     fn unknown_ops_are_named() {
-        let body = map(&[("id", V::from(3)), ("op", V::from("generate"))]);
+        let body = map(&[("id", V::from(3)), ("op", V::from("translate"))]);
         let (id, code, message) = rejected(&body);
         assert_eq!((id, code), (3, ErrorCode::UnknownOp));
-        assert!(message.contains("`generate`"), "{message}");
+        assert!(message.contains("`translate`"), "{message}");
     }
 
     #[test]

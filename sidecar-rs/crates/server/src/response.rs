@@ -33,6 +33,16 @@ pub(crate) struct Loaded<'a> {
     pub max_input_tokens: u64,
     pub memory_bytes: u64,
     pub load_us: u64,
+    /// `classify` and `extract` models: the label names, in id order.
+    #[serde(skip_serializing_if = "no_labels")]
+    pub labels: &'a [String],
+    /// `generate` models: the context length (prompt plus generated tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
+}
+
+fn no_labels(labels: &&[String]) -> bool {
+    labels.is_empty()
 }
 
 #[derive(Serialize)]
@@ -60,6 +70,9 @@ pub(crate) struct ModelStats {
     pub items: u64,
     pub tokens: u64,
     pub busy_us: u64,
+    /// `generate` models: sequences finished and the tokens they generated.
+    pub sequences: u64,
+    pub generated_tokens: u64,
 }
 
 #[derive(Serialize)]

@@ -12,13 +12,16 @@ use std::time::{Instant, SystemTime};
 
 use opentelemetry::{Context, KeyValue};
 use shoal_sidecar_candle::CandleRuntime;
-use shoal_sidecar_core::{Backend, EmbedBatch, Embeddings, ModelFamily};
+use shoal_sidecar_core::{Backend, ModelFamily};
+use shoal_sidecar_openai::{OpenAiBackend, OpenAiConfig};
 use shoal_sidecar_sim::{Profile, SimBackend, SimParams};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{ErrorCode, ProtocolError};
+use crate::generation::{self, Event, GenerateJob};
 use crate::options::BackendKind;
 use crate::trace;
+use crate::work::{Answer, Work};
 
 /// What to load, and on which runtime.
 #[derive(Debug, Clone)]
@@ -30,6 +33,8 @@ pub(crate) enum LoadSpec {
         dir: Option<PathBuf>,
         params: SimParams,
     },
+    /// A model served by a remote OpenAI-compatible server.
+    Openai { config: OpenAiConfig },
 }
 
 impl LoadSpec {
@@ -44,7 +49,9 @@ impl LoadSpec {
     /// A `--model name=dir` preloaded on the sidecar's default `backend`.
     pub(crate) fn preload(backend: BackendKind, dir: PathBuf) -> Self {
         match backend {
-            BackendKind::Candle => LoadSpec::Candle { dir },
+            // `--backend` cannot be `openai` (clap does not offer it), and a directory is a
+            // Candle model either way.
+            BackendKind::Candle | BackendKind::Openai => LoadSpec::Candle { dir },
             BackendKind::Sim => LoadSpec::sim(Some(dir), None),
         }
     }
@@ -52,10 +59,11 @@ impl LoadSpec {
     /// Builds the backend; runs on the model thread.
     fn load(self, runtime: &CandleRuntime) -> Result<Box<dyn Backend>, ProtocolError> {
         match self {
-            LoadSpec::Candle { dir } => Ok(Box::new(runtime.load(&dir)?)),
+            LoadSpec::Candle { dir } => Ok(runtime.load_model(&dir)?),
             LoadSpec::Sim { dir, params } => {
                 Ok(Box::new(SimBackend::load(dir.as_deref(), params)?))
             }
+            LoadSpec::Openai { config } => Ok(Box::new(OpenAiBackend::load(config)?)),
         }
     }
 }
@@ -68,6 +76,8 @@ pub(crate) struct ModelInfo {
     pub max_input_tokens: usize,
     pub memory_bytes: u64,
     pub load_us: u64,
+    /// Label names of a `classify` or `extract` model, in id order; empty otherwise.
+    pub labels: Vec<String>,
 }
 
 /// Counters since load, written by the model thread and read by `stats` without waiting for it.
@@ -77,24 +87,29 @@ pub(crate) struct Counters {
     pub items: AtomicU64,
     pub tokens: AtomicU64,
     pub busy_us: AtomicU64,
+    /// `generate` models: sequences finished and tokens they generated.
+    pub sequences: AtomicU64,
+    pub generated_tokens: AtomicU64,
 }
 
-/// One `embed` request on its way to the model thread.
-pub(crate) struct EmbedJob {
-    pub batch: EmbedBatch,
+/// What a model thread is asked to do.
+pub(crate) enum Job {
+    Batch(BatchJob),
+    Generate(GenerateJob),
+}
+
+/// One batch request (`embed`, `score`, `classify`, `extract`) on its way to the model thread.
+pub(crate) struct BatchJob {
+    pub work: Work,
     /// Each distinct trace the batch belongs to; the compute span is recorded under each.
     pub parents: Vec<Context>,
     pub enqueued: Instant,
-    pub reply: oneshot::Sender<Result<EmbedDone, ProtocolError>>,
+    pub reply: oneshot::Sender<Result<BatchDone, ProtocolError>>,
 }
 
 /// A finished batch, ready to be written as a response.
-pub(crate) struct EmbedDone {
-    pub dim: usize,
-    /// `count * dim` little-endian f32.
-    pub embeddings: Vec<u8>,
-    pub tokens: Vec<u32>,
-    pub truncated: Vec<bool>,
+pub(crate) struct BatchDone {
+    pub answer: Answer,
     pub queue_us: u64,
     pub compute_us: u64,
 }
@@ -105,12 +120,17 @@ pub(crate) struct ModelHandle {
     pub name: String,
     pub info: ModelInfo,
     pub counters: Arc<Counters>,
-    jobs: mpsc::Sender<EmbedJob>,
+    jobs: mpsc::Sender<Job>,
 }
 
 impl ModelHandle {
     /// Queues `job`, waiting while the queue is full. Fails only if the thread has stopped.
-    pub(crate) async fn submit(&self, job: EmbedJob) -> Result<(), ProtocolError> {
+    pub(crate) async fn submit(&self, job: BatchJob) -> Result<(), ProtocolError> {
+        self.submit_job(Job::Batch(job)).await
+    }
+
+    /// Queues any job, waiting while the queue is full. Fails only if the thread has stopped.
+    pub(crate) async fn submit_job(&self, job: Job) -> Result<(), ProtocolError> {
         self.jobs.send(job).await.map_err(|_| {
             ProtocolError::new(
                 ErrorCode::ModelNotFound,
@@ -124,7 +144,7 @@ fn micros(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -170,6 +190,7 @@ pub(crate) async fn start(
                 max_input_tokens: backend.max_input_tokens(),
                 memory_bytes: backend.memory_bytes(),
                 load_us: micros(started.elapsed()),
+                labels: backend.labels().to_vec(),
             };
             let counters = Arc::new(Counters::default());
             if loaded_tx.send(Ok((info, Arc::clone(&counters)))).is_err() {
@@ -202,13 +223,23 @@ pub(crate) async fn start(
 }
 
 /// The model thread's loop: one batch at a time, in arrival order, until every sender is gone.
-fn serve(
-    model: &str,
-    backend: &dyn Backend,
-    counters: &Counters,
-    mut jobs: mpsc::Receiver<EmbedJob>,
-) {
+fn serve(model: &str, backend: &dyn Backend, counters: &Counters, mut jobs: mpsc::Receiver<Job>) {
+    if let Some(generator) = backend.generator() {
+        return generation::serve(model, backend, generator, counters, &mut jobs);
+    }
     while let Some(job) = jobs.blocking_recv() {
+        let job = match job {
+            Job::Batch(job) => job,
+            Job::Generate(job) => {
+                let _ = job
+                    .events
+                    .send(Event::Failed(ProtocolError::bad_request(format!(
+                        "models of family `{}` do not answer `generate`",
+                        backend.family()
+                    ))));
+                continue;
+            }
+        };
         let picked = Instant::now();
         let queue_us = micros(picked.duration_since(job.enqueued));
         if job.reply.is_closed() {
@@ -216,23 +247,23 @@ fn serve(
             continue;
         }
         let start = SystemTime::now();
-        let result = catch_unwind(AssertUnwindSafe(|| backend.embed(&job.batch)));
+        let result = catch_unwind(AssertUnwindSafe(|| job.work.run(backend)));
         let compute = picked.elapsed();
         let end = SystemTime::now();
         let compute_us = micros(compute);
         counters.busy_us.fetch_add(compute_us, Ordering::Relaxed);
 
-        let result: Result<Embeddings, ProtocolError> = match result {
+        let result: Result<Answer, ProtocolError> = match result {
             Ok(result) => result.map_err(ProtocolError::from),
             Err(panic) => Err(ProtocolError::new(
                 ErrorCode::Internal,
                 format!("inference panicked: {}", panic_message(panic.as_ref())),
             )),
         };
-        let size = job.batch.inputs.len();
-        let tokens = result.as_ref().map_or(0, Embeddings::total_tokens);
+        let size = job.work.len();
+        let tokens = result.as_ref().map_or(0, Answer::total_tokens);
         trace::record(
-            "sidecar.embed",
+            job.work.span_name(),
             &job.parents,
             start,
             end,
@@ -258,13 +289,11 @@ fn serve(
                 queue_us,
                 compute_us,
                 trace_id = job.parents.first().and_then(trace::trace_id),
-                "embedded a batch"
+                op = job.work.span_name(),
+                "ran a batch"
             );
-            EmbedDone {
-                dim: out.dim,
-                embeddings: out.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-                tokens: out.tokens,
-                truncated: out.truncated,
+            BatchDone {
+                answer: out,
                 queue_us,
                 compute_us,
             }

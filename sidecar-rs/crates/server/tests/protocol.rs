@@ -328,7 +328,7 @@ async fn hostile_input_never_takes_the_server_down() {
     assert_error(&c.recv().await, 23, "bad_frame");
 
     // Well-formed requests with bad contents.
-    assert_error(&c.call(&req(30, "generate", &[])).await, 30, "unknown_op");
+    assert_error(&c.call(&req(30, "train", &[])).await, 30, "unknown_op");
     assert_error(
         &c.call(&req(31, "embed", &[("model", V::from("minilm"))]))
             .await,

@@ -143,7 +143,7 @@ async fn bad_sim_loads_are_refused() {
         (
             load_sim(4, "m", &[("backend", V::from("onnx"))]),
             "bad_request",
-            "`backend` must be `candle` or `sim`",
+            "`backend` must be `candle`, `sim` or `openai`",
         ),
         (
             req(5, "load", &[("model", V::from("m"))]),

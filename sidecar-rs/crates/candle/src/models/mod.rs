@@ -2,6 +2,8 @@
 //! upstream checkpoint does; [`Architecture::detect`] picks one from `config.json`.
 
 pub mod bert;
+pub mod bert_heads;
+pub mod llama;
 
 use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;

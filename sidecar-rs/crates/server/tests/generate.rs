@@ -1,0 +1,426 @@
+//! `generate` and `cancel` over the socket with the real SmolLM2-135M-Instruct GGUF: streamed
+//! `tokens` frames and one `done`, continuous batching of many sequences, cancellation by
+//! request and by a closed connection, `stats` while generating, and bad input.
+
+mod common;
+
+#[path = "../../../test-support/smollm2.rs"]
+mod smollm2;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+
+const MODEL: &str = "smol";
+
+/// A sidecar with MiniLM as `minilm` and SmolLM2 as `smol`.
+async fn sidecar() -> TestSidecar {
+    TestSidecar::start_with(&["minilm"], |o| {
+        o.models.push(shoal_sidecar::ModelArg {
+            name: MODEL.into(),
+            dir: smollm2::smollm2_gguf(),
+        });
+    })
+    .await
+}
+
+fn generate(id: u64, fields: &[(&str, V)]) -> V {
+    let mut all = vec![("model", V::from(MODEL))];
+    all.extend(fields.iter().cloned());
+    req(id, "generate", &all)
+}
+
+/// `event` of a frame, absent for answers of other ops.
+fn event(frame: &V) -> Option<&str> {
+    frame
+        .as_map()?
+        .iter()
+        .find(|(k, _)| k.as_str() == Some("event"))
+        .and_then(|(_, v)| v.as_str())
+}
+
+fn greedy(id: u64, prompt: &str, max_tokens: u64) -> V {
+    generate(
+        id,
+        &[
+            ("prompt", V::from(prompt)),
+            ("max_tokens", V::from(max_tokens)),
+            ("temperature", V::F64(0.0)),
+        ],
+    )
+}
+
+/// What one stream delivered.
+#[derive(Debug, Default, Clone)]
+struct Stream {
+    text: String,
+    token_ids: Vec<u64>,
+    frames: usize,
+    done: Option<V>,
+}
+
+impl Stream {
+    fn finish_reason(&self) -> &str {
+        get(self.done.as_ref().expect("done"), "finish_reason")
+            .as_str()
+            .unwrap()
+    }
+
+    fn count(&self, key: &str) -> u64 {
+        get(self.done.as_ref().expect("done"), key)
+            .as_u64()
+            .unwrap()
+    }
+}
+
+/// Reads frames until every id in `ids` has its `done` (or error, returned as `done`).
+async fn collect(client: &mut Client, ids: &[u64]) -> HashMap<u64, Stream> {
+    let mut streams: HashMap<u64, Stream> = ids.iter().map(|&i| (i, Stream::default())).collect();
+    while streams.values().any(|s| s.done.is_none()) {
+        let frame = client.recv().await;
+        let id = id_of(&frame);
+        let s = streams
+            .get_mut(&id)
+            .unwrap_or_else(|| panic!("unexpected {frame}"));
+        assert!(s.done.is_none(), "a frame after done: {frame}");
+        if get(&frame, "ok").as_bool() != Some(true) {
+            s.done = Some(frame);
+            continue;
+        }
+        match get(&frame, "event").as_str() {
+            Some("tokens") => {
+                s.frames += 1;
+                s.text.push_str(get(&frame, "text").as_str().unwrap());
+                s.token_ids.extend(
+                    get(&frame, "token_ids")
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_u64().unwrap()),
+                );
+            }
+            Some("done") => s.done = Some(frame),
+            other => panic!("unknown event {other:?} in {frame}"),
+        }
+    }
+    streams
+}
+
+#[derive(serde::Deserialize)]
+struct Fixture {
+    cases: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    name: String,
+    prompt: Option<String>,
+    greedy: Vec<u64>,
+    prompt_tokens: Vec<u64>,
+    margins: Vec<f64>,
+}
+
+impl Case {
+    /// Steps before the reference's first near-tie, which Candle and llama.cpp must agree on
+    /// (see crates/candle/tests/smollm2.rs for why ties may break either way).
+    fn confident_steps(&self) -> usize {
+        self.margins.iter().take_while(|&&m| m >= 0.3).count()
+    }
+}
+
+fn fixture() -> Fixture {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../tools/reference/fixtures/smollm2.json");
+    serde_json::from_slice(&std::fs::read(path).expect("fixture exists")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loads_as_a_generate_model_and_streams_the_reference_tokens() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    let loaded = c
+        .call(&req(
+            1,
+            "load",
+            &[
+                ("model", V::from("smol2")),
+                ("path", V::from(smollm2::smollm2_gguf().to_str().unwrap())),
+            ],
+        ))
+        .await;
+    assert_ok(&loaded, 1);
+    assert_eq!(get(&loaded, "family").as_str(), Some("generate"));
+    assert_eq!(get(&loaded, "dim").as_u64(), Some(49152));
+    assert_eq!(get(&loaded, "context_tokens").as_u64(), Some(8192));
+    assert!(get(&loaded, "memory_bytes").as_u64().unwrap() > 50_000_000);
+
+    // All raw-prompt cases of the fixture at once: the stream must carry the reference ids.
+    let fixture = fixture();
+    let cases: Vec<&Case> = fixture
+        .cases
+        .iter()
+        .filter(|c| c.prompt.is_some())
+        .collect();
+    for (i, case) in cases.iter().enumerate() {
+        c.send(&greedy(10 + i as u64, case.prompt.as_ref().unwrap(), 32))
+            .await;
+    }
+    let ids: Vec<u64> = (0..cases.len() as u64).map(|i| 10 + i).collect();
+    let streams = collect(&mut c, &ids).await;
+    for (i, case) in cases.iter().enumerate() {
+        let s = &streams[&(10 + i as u64)];
+        assert_ok(s.done.as_ref().unwrap(), 10 + i as u64);
+        let n = case.confident_steps().min(32);
+        assert_eq!(s.token_ids[..n], case.greedy[..n], "{}", case.name);
+        assert_eq!(s.token_ids.len(), 32, "{}", case.name);
+        assert_eq!(s.finish_reason(), "length", "{}", case.name);
+        assert_eq!(s.count("completion_tokens"), 32);
+        assert_eq!(s.count("prompt_tokens"), case.prompt_tokens.len() as u64);
+        assert!(s.frames >= 1 && !s.text.is_empty(), "{}: {s:?}", case.name);
+        assert!(!s.text.contains('\u{fffd}'), "{}: {:?}", case.name, s.text);
+    }
+    let stats = c.call(&req(20, "stats", &[])).await;
+    let smol = get(&stats, "models")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| get(m, "model").as_str() == Some(MODEL))
+        .unwrap()
+        .clone();
+    assert_eq!(get(&smol, "sequences").as_u64(), Some(cases.len() as u64));
+    assert_eq!(
+        get(&smol, "generated_tokens").as_u64(),
+        Some(32 * cases.len() as u64)
+    );
+    assert_eq!(get(&smol, "family").as_str(), Some("generate"));
+    sidecar.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_messages_stop_strings_and_seeds() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    let chat = |id: u64, extra: &[(&str, V)]| {
+        let mut fields = vec![(
+            "messages",
+            V::Array(vec![V::Map(vec![
+                (V::from("role"), V::from("user")),
+                (V::from("content"), V::from("Name three colours.")),
+            ])]),
+        )];
+        fields.extend(extra.iter().cloned());
+        generate(id, &fields)
+    };
+    c.send(&chat(
+        1,
+        &[("max_tokens", V::from(24)), ("temperature", V::F64(0.0))],
+    ))
+    .await;
+    let full = collect(&mut c, &[1]).await.remove(&1).unwrap();
+    assert!(full.text.len() > 10, "{full:?}");
+
+    // Stop at a piece of the greedy text: the stream ends right before it, which is not sent.
+    let words: Vec<&str> = full.text.split_whitespace().collect();
+    let stop = words[words.len() / 2];
+    let cut = full.text.find(stop).unwrap();
+    c.send(&chat(
+        2,
+        &[
+            ("max_tokens", V::from(24)),
+            ("temperature", V::F64(0.0)),
+            ("stop", strs(&[stop, "never appears 🦀"])),
+        ],
+    ))
+    .await;
+    let stopped = collect(&mut c, &[2]).await.remove(&2).unwrap();
+    assert_eq!(stopped.text, full.text[..cut], "stop {stop:?}");
+    assert_eq!(stopped.finish_reason(), "stop");
+
+    // Sampling: a seed fixes the tokens; another seed (almost surely) changes them.
+    let sampled = |id: u64, seed: u64| {
+        chat(
+            id,
+            &[
+                ("max_tokens", V::from(24)),
+                ("temperature", V::F64(1.2)),
+                ("top_p", V::F64(0.95)),
+                ("top_k", V::from(50)),
+                ("seed", V::from(seed)),
+            ],
+        )
+    };
+    for (id, seed) in [(3, 7), (4, 7), (5, 8)] {
+        c.send(&sampled(id, seed)).await;
+    }
+    let s = collect(&mut c, &[3, 4, 5]).await;
+    assert_eq!(s[&3].token_ids, s[&4].token_ids);
+    assert_ne!(s[&3].token_ids, s[&5].token_ids);
+    sidecar.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stats_and_other_models_while_generating() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    c.send(&greedy(1, "Once upon a time", 4000)).await;
+    // The first tokens prove the sequence is running; then the socket still answers stats
+    // and an embedding batch on the other model before the long generation ends.
+    loop {
+        let f = c.recv().await;
+        assert_eq!(id_of(&f), 1, "{f}");
+        if get(&f, "event").as_str() == Some("tokens") {
+            break;
+        }
+    }
+    c.send(&req(2, "stats", &[])).await;
+    c.send(&req(
+        3,
+        "embed",
+        &[("model", V::from("minilm")), ("inputs", strs(&["hi"]))],
+    ))
+    .await;
+    let mut answered = Vec::new();
+    while answered.len() < 2 {
+        let f = c.recv().await;
+        match id_of(&f) {
+            1 => assert_eq!(event(&f), Some("tokens"), "{f}"),
+            id => {
+                assert_ok(&f, id);
+                answered.push(id);
+            }
+        }
+    }
+    let cancel = req(4, "cancel", &[("target", V::from(1))]);
+    c.send(&cancel).await;
+    let mut cancelled_answer = None;
+    let mut done = None;
+    while cancelled_answer.is_none() || done.is_none() {
+        let f = c.recv().await;
+        match (id_of(&f), event(&f)) {
+            (4, _) => cancelled_answer = Some(f),
+            (1, Some("done")) => done = Some(f),
+            (1, Some("tokens")) => {}
+            _ => panic!("unexpected {f}"),
+        }
+    }
+    assert_eq!(
+        get(cancelled_answer.as_ref().unwrap(), "cancelled").as_bool(),
+        Some(true)
+    );
+    let done = done.unwrap();
+    assert_eq!(get(&done, "finish_reason").as_str(), Some("cancelled"));
+    assert!(get(&done, "completion_tokens").as_u64().unwrap() < 4000);
+    // Cancelling what is already finished, or was never there, says so.
+    let again = c.call(&req(5, "cancel", &[("target", V::from(1))])).await;
+    assert_eq!(get(&again, "cancelled").as_bool(), Some(false));
+    let unknown = c.call(&req(6, "cancel", &[("target", V::from(999))])).await;
+    assert_ok(&unknown, 6);
+    assert_eq!(get(&unknown, "cancelled").as_bool(), Some(false));
+    sidecar.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_connection_cancels_its_sequences() {
+    let sidecar = sidecar().await;
+    let mut a = sidecar.client().await;
+    a.send(&greedy(1, "The history of the Roman Empire", 4000))
+        .await;
+    let first = a.recv().await;
+    assert_eq!(get(&first, "event").as_str(), Some("tokens"), "{first}");
+    drop(a);
+    let mut b = sidecar.client().await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let stats = b.call(&req(1, "stats", &[])).await;
+        let smol = get(&stats, "models")
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| get(m, "model").as_str() == Some(MODEL))
+            .unwrap()
+            .clone();
+        if get(&smol, "sequences").as_u64() == Some(1) {
+            assert!(get(&smol, "generated_tokens").as_u64().unwrap() < 4000);
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never cancelled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sidecar.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_generate_requests_get_typed_errors() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    let long = "word ".repeat(9000);
+    let cases: Vec<(V, &str, &str)> = vec![
+        (greedy(1, "hi", 8192), "input_too_long", "limit"),
+        (greedy(2, &long, 4), "input_too_long", "limit"),
+        (
+            generate(
+                3,
+                &[("prompt", V::from("hi")), ("temperature", V::F64(3.0))],
+            ),
+            "bad_request",
+            "temperature",
+        ),
+        (
+            generate(4, &[("prompt", V::from("hi")), ("top_p", V::F64(0.0))]),
+            "bad_request",
+            "top_p",
+        ),
+        (
+            generate(5, &[("prompt", V::from(""))]),
+            "bad_request",
+            "no tokens",
+        ),
+        (
+            req(
+                6,
+                "generate",
+                &[("model", V::from("minilm")), ("prompt", V::from("hi"))],
+            ),
+            "bad_request",
+            "`generate` needs a `generate` model",
+        ),
+        (
+            req(
+                7,
+                "embed",
+                &[("model", V::from(MODEL)), ("inputs", strs(&["hi"]))],
+            ),
+            "bad_request",
+            "generate",
+        ),
+        (
+            req(
+                8,
+                "generate",
+                &[("model", V::from("nope")), ("prompt", V::from("hi"))],
+            ),
+            "model_not_found",
+            "nope",
+        ),
+        (
+            req(9, "cancel", &[("target", V::from("one"))]),
+            "bad_request",
+            "target",
+        ),
+    ];
+    for (request, code, needle) in cases {
+        let id = id_of(&request);
+        let response = c.call(&request).await;
+        let message = assert_error(&response, id, code);
+        assert!(
+            message.contains(needle),
+            "{id}: {message:?} lacks {needle:?}"
+        );
+    }
+    // The model still generates afterwards.
+    c.send(&greedy(10, "Hello", 3)).await;
+    let s = collect(&mut c, &[10]).await.remove(&10).unwrap();
+    assert_eq!(s.finish_reason(), "length");
+    sidecar.stop().await;
+}
