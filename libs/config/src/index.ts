@@ -1,6 +1,14 @@
 /** Configuration shared by every Shoal process: the model catalog and setting validation. */
 export { loadCatalog, compileCatalog } from "./catalog.js";
-export type { Catalog, CatalogOptions, ModelEntry, ModelFamily, ModelSource } from "./catalog.js";
+export type {
+  Catalog,
+  CatalogOptions,
+  ModelEntry,
+  ModelFamily,
+  ModelSource,
+  WeightsFormat,
+} from "./catalog.js";
 export { ConfigError } from "./errors.js";
+export type { ServingDefaults, SimModelParams } from "./model-serving.js";
 export { intInRange, parseIntSetting } from "./values.js";
 export { shoalHome, modelsDir } from "./paths.js";

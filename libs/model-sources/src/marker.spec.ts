@@ -1,6 +1,7 @@
 import type { ModelSource } from "@shoal/config";
 import { describe, expect, it } from "vitest";
 import { checkMarker } from "./marker.js";
+import { modelLayout } from "./model-files.js";
 
 const source: ModelSource = { kind: "hub", repo: "org/model", revision: "abc123" };
 const sha = "0".repeat(64);
@@ -9,6 +10,7 @@ const files = [
   { name: "tokenizer.json", size: 20, sha256: sha },
   { name: "model.safetensors", size: 30, sha256: sha },
 ];
+const layout = modelLayout("safetensors");
 const valid = {
   version: 1,
   modelId: "org/model",
@@ -18,8 +20,14 @@ const valid = {
 };
 
 describe("checkMarker", () => {
+  it("accepts a gguf marker for its one file", () => {
+    const gguf = { ...valid, files: [{ name: "model.gguf", size: 10, sha256: sha }] };
+    expect(checkMarker(gguf, source, modelLayout("gguf"))).toEqual(gguf);
+    expect(checkMarker(gguf, source, layout)).toBeUndefined();
+  });
+
   it("accepts a marker for the same source with every required file", () => {
-    expect(checkMarker(JSON.parse(JSON.stringify(valid)), source)).toEqual(valid);
+    expect(checkMarker(JSON.parse(JSON.stringify(valid)), source, layout)).toEqual(valid);
   });
 
   it.each([
@@ -41,7 +49,8 @@ describe("checkMarker", () => {
       { ...valid, files: [{ ...files[0], sha256: "xyz" }, ...files.slice(1)] },
     ],
     ["no completion time", { ...valid, completedAt: undefined }],
-  ])("rejects %s", (_name, raw) => {
-    expect(checkMarker(raw, source)).toBeUndefined();
+    ["weights now gguf", valid, modelLayout("gguf")],
+  ])("rejects %s", (_name, raw, expected = layout) => {
+    expect(checkMarker(raw, source, expected)).toBeUndefined();
   });
 });

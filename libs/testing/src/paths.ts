@@ -1,6 +1,6 @@
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { MissingPrerequisiteError } from "./missing-prerequisite-error.js";
 
@@ -47,6 +47,41 @@ export function sidecarBinary(): string {
 /** Files the sidecar needs to load a sentence-transformers model. */
 const MODEL_FILES = ["config.json", "tokenizer.json", "model.safetensors"] as const;
 
+/** The weights file of a `gguf` model directory (`GGUF_FILE` in `@shoal/model-sources`). */
+const GGUF_FILE = "model.gguf";
+
+/**
+ * The SmolLM2-135M-Instruct weights (Q4_1 GGUF), what the sidecar's `load` takes as a file:
+ * `SHOAL_SMOLLM2_GGUF`, else `$SHOAL_HOME/models/smollm2-135m-instruct/model.gguf`, where the
+ * catalog fetch puts it.
+ */
+export function smollm2Gguf(): string {
+  const path =
+    env("SHOAL_SMOLLM2_GGUF") ??
+    join(shoalHomePath(), "models", "smollm2-135m-instruct", GGUF_FILE);
+  if (!isFile(path)) {
+    throw new MissingPrerequisiteError("SmolLM2-135M-Instruct GGUF", path, "SHOAL_SMOLLM2_GGUF");
+  }
+  return path;
+}
+
+/**
+ * The directory of {@link smollm2Gguf}, for catalogs that name SmolLM2 as a `gguf` model
+ * directory: model-sources and the sidecar look for the weights there under `model.gguf`.
+ */
+export function smollm2Dir(): string {
+  const path = smollm2Gguf();
+  if (basename(path) !== GGUF_FILE) {
+    throw new MissingPrerequisiteError(
+      "SmolLM2-135M-Instruct model directory",
+      path,
+      "SHOAL_SMOLLM2_GGUF",
+      `a gguf model directory holds its weights as ${GGUF_FILE}`,
+    );
+  }
+  return dirname(path);
+}
+
 /**
  * The all-MiniLM-L6-v2 model directory: `SHOAL_MINILM_DIR`, else
  * `$SHOAL_HOME/models/all-minilm-l6-v2`. Checked for the files a load needs, so a half-unpacked
@@ -92,6 +127,14 @@ function executable(what: string, path: string, envVar: string): string {
     throw new MissingPrerequisiteError(what, path, envVar, "not an executable file");
   }
   return path;
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function isDirectory(path: string): boolean {
