@@ -15,6 +15,9 @@ import { injectContext, natsHeaderCarrier, wallClockUs, type Logger } from "@sho
 import { estimatingTokenCounter, loadTokenCounter, type TokenCounter } from "./token-counter.js";
 import type { Backlog } from "./backlog.js";
 import { lengthBucket, planParts } from "./plan.js";
+import { publishGenerate } from "./publish-generate.js";
+import { publishHeads } from "./publish-heads.js";
+import { decodeTokenInputs } from "./token-inputs.js";
 
 export interface AnnotatorOptions {
   readonly catalog: Catalog;
@@ -96,13 +99,58 @@ export class Annotator implements Annotate {
         `model "${model.id}" has ${this.#options.backlog.queued(model.key)} items queued (limit ${this.#options.backlog.limit}); retry shortly`,
       );
     }
+    if (request.task.case === "generate") {
+      const options = { js: this.#options.js, model, counter: await this.#counter(model) };
+      return publishGenerate(request, request.task.value, ctx, {
+        ...options,
+        bucketEdges: this.#options.bucketEdges,
+        publishTimeoutMs: this.#options.publishTimeoutMs,
+      }).catch((err: unknown) => {
+        if (isStreamFull(err)) {
+          return failure(ErrorCode.RESOURCE_EXHAUSTED, "the work queue is full; retry shortly");
+        }
+        throw err;
+      });
+    }
+    if (
+      request.task.case === "score" ||
+      request.task.case === "classify" ||
+      request.task.case === "extract"
+    ) {
+      return publishHeads(request, request.task, ctx, {
+        js: this.#options.js,
+        model,
+        counter: await this.#counter(model),
+        partMaxPaddedTokens: this.#options.partMaxPaddedTokens,
+        partMaxInputs: this.#options.partMaxInputs,
+        bucketEdges: this.#options.bucketEdges,
+        publishTimeoutMs: this.#options.publishTimeoutMs,
+      }).catch((err: unknown) => {
+        if (isStreamFull(err)) {
+          return failure(ErrorCode.RESOURCE_EXHAUSTED, "the work queue is full; retry shortly");
+        }
+        throw err;
+      });
+    }
     if (request.task.case !== "embed") {
       return failure(ErrorCode.INVALID_ARGUMENT, "request carries no task");
     }
-    const { inputs, truncate } = request.task.value;
+    const { truncate, tokenInputs, blobs } = request.task.value;
     const counter = await this.#counter(model);
+    let inputs = request.task.value.inputs;
+    if (tokenInputs.length > 0) {
+      const decoded = decodeTokenInputs(tokenInputs, counter, model.id);
+      if ("error" in decoded) return failure(ErrorCode.INVALID_ARGUMENT, decoded.error);
+      inputs = decoded.texts;
+    }
+    // An offloaded input is not here to count: its size gives an estimate, which only sets its
+    // batch cost (it is at the model's maximum for any text over the offload threshold).
+    const blobSizes = new Map(blobs.map((b) => [b.input, Number(b.size)]));
     const plan = planParts(
-      inputs.map((text) => counter.count(text)),
+      inputs.map((text, i) => {
+        const size = blobSizes.get(i);
+        return size === undefined ? counter.count(text) : 2 + Math.ceil(size / 4);
+      }),
       {
         maxInputTokens: model.maxInputTokens,
         maxPaddedTokens: this.#options.partMaxPaddedTokens,
@@ -110,7 +158,7 @@ export class Annotator implements Annotate {
       },
     );
     // An estimate can only reject what is certainly too long; exact counts reject precisely.
-    const first = plan.overLength[0];
+    const first = plan.overLength.find((i) => !blobSizes.has(i));
     if (!truncate && first !== undefined && counter.kind === "exact") {
       return failure(
         ErrorCode.INVALID_ARGUMENT,
@@ -141,6 +189,11 @@ export class Annotator implements Annotate {
             value: {
               inputs: inputs.slice(part.firstInput, part.firstInput + part.inputs),
               truncate,
+              blobs: blobs
+                .filter(
+                  (b) => b.input >= part.firstInput && b.input < part.firstInput + part.inputs,
+                )
+                .map((b) => ({ ...b, input: b.input - part.firstInput })),
             },
           },
         });
@@ -173,6 +226,13 @@ export class Annotator implements Annotate {
 
   #counter(model: ModelEntry): Promise<TokenCounter> {
     let counter = this.#counters.get(model.id);
+    if (counter === undefined && model.weights === "gguf") {
+      // A GGUF model's tokenizer lives in the weights file's metadata, which the annotator does
+      // not parse; the estimate only picks a length bucket, and the sidecar counts exactly
+      // (refusing `input_too_long` against the real context).
+      counter = Promise.resolve(estimatingTokenCounter());
+      this.#counters.set(model.id, counter);
+    }
     if (counter === undefined) {
       counter = loadTokenCounter(model.dir).catch((err: unknown) => {
         this.#options.logger.warn(

@@ -9,6 +9,8 @@ import * as hf from "@huggingface/tokenizers";
  */
 interface HfTokenizer {
   encode(text: string): { ids: number[] };
+  decode(ids: number[], options: { skip_special_tokens: boolean }): string;
+  get_vocab(withAddedTokens: boolean): Map<string, number>;
 }
 const Tokenizer = (
   hf as unknown as { Tokenizer: new (json: object, config: object) => HfTokenizer }
@@ -19,6 +21,16 @@ export interface TokenCounter {
   /** `exact` when the model's own tokenizer counts; `estimate` for the calibrated fallback. */
   readonly kind: "exact" | "estimate";
   count(text: string): number;
+  /**
+   * Text for token ids (OpenAI's int-array input, without the model's own `[CLS]`/`[SEP]`,
+   * which it adds itself); undefined without the model's tokenizer. The sidecar takes texts
+   * only, so ids are decoded here and re-encoded there. Special tokens are kept as their text
+   * (`[UNK]`), which the tokenizer matches back to the same id, so the round trip gives back
+   * the ids a tokenizer produced (tested on every fixture sentence).
+   */
+  readonly decode?: (ids: readonly number[]) => string;
+  /** Ids run from 0 to `vocabSize - 1`; set with `decode`. */
+  readonly vocabSize?: number;
 }
 
 /**
@@ -35,9 +47,13 @@ export async function loadTokenCounter(modelDir: string): Promise<TokenCounter> 
     JSON.parse(tokenizerJson) as object,
     JSON.parse(configJson) as object,
   );
+  let vocabSize = 0;
+  for (const id of tokenizer.get_vocab(true).values()) vocabSize = Math.max(vocabSize, id + 1);
   return {
     kind: "exact",
     count: (text) => tokenizer.encode(text).ids.length,
+    decode: (ids) => tokenizer.decode([...ids], { skip_special_tokens: false }),
+    vocabSize,
   };
 }
 

@@ -35,3 +35,35 @@ describe("token counting against the reference tokenizer", () => {
     }
   });
 });
+
+describe("decoding token ids", () => {
+  it("gives back text that encodes to the same ids, for every fixture sentence", async () => {
+    const counter = await loadTokenCounter(minilmDir());
+    const hfTokenizer = await referenceTokenizer();
+    expect(counter.vocabSize).toBe(30522);
+    for (const s of fixture.sentences) {
+      const ids = hfTokenizer.encode(s.text).ids;
+      // The model adds [CLS] and [SEP] itself; clients send the ids between them.
+      const inner = ids.slice(1, -1);
+      // Whitespace-only sentences have no ids between them, which no client can send.
+      if (inner.length === 0) continue;
+      const text = counter.decode?.(inner) ?? "";
+      expect(hfTokenizer.encode(text).ids, s.text.slice(0, 40)).toEqual(ids);
+    }
+  });
+
+  it("has no decoder when only estimating", () => {
+    expect(estimatingTokenCounter().decode).toBeUndefined();
+  });
+});
+
+async function referenceTokenizer(): Promise<{ encode(text: string): { ids: number[] } }> {
+  const hf = (await import("@huggingface/tokenizers")) as unknown as {
+    Tokenizer: new (json: object, config: object) => { encode(text: string): { ids: number[] } };
+  };
+  const dir = minilmDir();
+  return new hf.Tokenizer(
+    JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as object,
+    JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8")) as object,
+  );
+}

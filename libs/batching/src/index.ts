@@ -23,3 +23,4 @@ export type { LatencyBudget, LatencyBudgetRequest } from "./budget-from-latency.
 export { maxPaddedTokensWithin } from "./budget-from-latency.js";
 export type { LatencyTarget, LatencyTargetOptions } from "./latency-target.js";
 export { compileLatencyTargetOptions, latencyTargetMicros } from "./latency-target.js";
+export { DEFAULT_LENGTH_EDGES, formBucketedBatch } from "./form-bucketed-batch.js";

@@ -31,3 +31,4 @@ export { connectNats, drainOrClose } from "./connection.js";
 export { pull } from "./pull.js";
 export type { PullRequest } from "./pull.js";
 export { WorkMessage, parseAckSubject } from "./work-message.js";
+export type { WorkMessageParts } from "./work-message.js";

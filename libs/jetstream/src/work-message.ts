@@ -1,4 +1,31 @@
-import type { Msg, MsgHdrs, NatsConnection } from "@nats-io/transport-node";
+import {
+  headers as createHeaders,
+  type MsgHdrs,
+  type NatsConnection,
+} from "@nats-io/transport-node";
+
+/**
+ * A pulled message as plain data: what a worker hands to the machine-local queue and another
+ * worker on the host rebuilds the message from. JetStream accepts an ack, NAK or in-progress
+ * for a delivery from any connection that publishes to its `reply` subject, so whoever holds
+ * these parts holds the item.
+ */
+export interface WorkMessageParts {
+  readonly subject: string;
+  /** The delivery's ack subject (`$JS.ACK.…`). */
+  readonly reply: string;
+  /** Header name and value pairs, in order; a name repeats for a multi-valued header. */
+  readonly headers: readonly (readonly [string, string])[];
+  readonly data: Uint8Array;
+}
+
+/** The fields of a NATS message a work message is made from. */
+interface DeliveredMessage {
+  readonly subject: string;
+  readonly reply?: string | undefined;
+  readonly headers?: MsgHdrs | undefined;
+  readonly data: Uint8Array;
+}
 
 /**
  * A JetStream message pulled for work, with the acknowledgement protocol spelled out. Shoal
@@ -22,7 +49,7 @@ export class WorkMessage {
   readonly #nc: NatsConnection;
   #settled = false;
 
-  constructor(nc: NatsConnection, msg: Msg) {
+  constructor(nc: NatsConnection, msg: DeliveredMessage) {
     if (msg.reply === undefined) throw new Error("JetStream message without an ack subject");
     this.#nc = nc;
     this.#reply = msg.reply;
@@ -33,6 +60,43 @@ export class WorkMessage {
     this.deliveryCount = info.deliveryCount;
     this.streamSequence = info.streamSequence;
     this.pending = info.pending;
+  }
+
+  /**
+   * Rebuilds a message another process pulled and handed over; acks from here settle the
+   * original delivery.
+   *
+   * @throws Error when `parts.reply` is not a JetStream ack subject.
+   */
+  static fromParts(nc: NatsConnection, parts: WorkMessageParts): WorkMessage {
+    let hdrs: MsgHdrs | undefined;
+    if (parts.headers.length > 0) {
+      hdrs = createHeaders();
+      for (const [name, value] of parts.headers) hdrs.append(name, value);
+    }
+    return new WorkMessage(nc, {
+      subject: parts.subject,
+      reply: parts.reply,
+      headers: hdrs,
+      data: parts.data,
+    });
+  }
+
+  /**
+   * Gives the delivery away: returns it as parts for another holder (the machine-local queue)
+   * and settles this handle without telling JetStream, so this process sends nothing more for
+   * it (no in-progress, no NAK on shutdown). The new holder answers for it from now on.
+   *
+   * @throws Error when the message was already settled here.
+   */
+  handOff(): WorkMessageParts {
+    if (this.#settled) throw new Error("work message already settled; it cannot be handed off");
+    this.#settled = true;
+    const pairs: [string, string][] = [];
+    if (this.headers !== undefined) {
+      for (const [name, values] of this.headers) for (const v of values) pairs.push([name, v]);
+    }
+    return { subject: this.subject, reply: this.#reply, headers: pairs, data: this.data };
   }
 
   /** Whether ack, nak or term was already sent; a settled message takes no further acks. */

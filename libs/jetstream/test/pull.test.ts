@@ -1,8 +1,14 @@
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
 import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ensureModelConsumer, ensureWorkStream, pull, workSubject } from "../src/index.js";
+import {
+  WorkMessage,
+  ensureModelConsumer,
+  ensureWorkStream,
+  pull,
+  workSubject,
+} from "../src/index.js";
 
 let nats: NatsServerHandle;
 let nc: NatsConnection;
@@ -79,5 +85,54 @@ describe("pull", () => {
     again?.nak();
     expect(again?.settled).toBe(true);
     expect(await pull(nc, stream, consumer, { batch: 1 })).toEqual([]);
+  });
+
+  it("hands a delivery to another connection, which acks it without a redelivery", async () => {
+    const h = headers();
+    h.append("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    h.append("Shoal-Multi", "a");
+    h.append("Shoal-Multi", "b");
+    await js.publish(workSubject(`m${model}`, 16), "handed", { headers: h });
+    const [first] = await pull(nc, stream, consumer, { batch: 1 });
+    if (first === undefined) throw new Error("nothing pulled");
+    const parts = first.handOff();
+    expect(first.settled).toBe(true);
+    expect(() => first.handOff()).toThrow(/already settled/);
+    // Settled here: in-progress and NAK from the giver are no-ops, so only the taker decides.
+    first.nak();
+    const other = await connect({ servers: nats.url });
+    try {
+      const taken = WorkMessage.fromParts(other, parts);
+      expect(new TextDecoder().decode(taken.data)).toBe("handed");
+      expect(taken.deliveryCount).toBe(1);
+      expect(taken.streamSequence).toBe(first.streamSequence);
+      expect(taken.headers?.get("traceparent")).toBe(h.get("traceparent"));
+      expect(taken.headers?.values("Shoal-Multi")).toEqual(["a", "b"]);
+      taken.ack();
+      await other.flush();
+      const jsm = await jetstreamManager(nc);
+      // The server applies acks asynchronously; wait for this one rather than for a fixed time.
+      let info = await jsm.consumers.info(stream, consumer);
+      for (let i = 0; i < 100 && info.num_ack_pending > 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        info = await jsm.consumers.info(stream, consumer);
+      }
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.num_pending).toBe(0);
+      expect(info.num_redelivered).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("refuses parts whose reply is not an ack subject", () => {
+    expect(() =>
+      WorkMessage.fromParts(nc, {
+        subject: "s",
+        reply: "_INBOX.x",
+        headers: [],
+        data: new Uint8Array(),
+      }),
+    ).toThrow(/not a JetStream ack subject/);
   });
 });

@@ -5,11 +5,22 @@ import { Headers } from "@shoal/jetstream";
 import {
   WorkResultSchema,
   type ErrorCode,
+  type ClassifyResult,
   type EmbedResult,
+  type ExtractResult,
+  type ScoreResult,
   type Timings,
   type WorkItem,
 } from "@shoal/proto";
 import { injectContext, natsHeaderCarrier } from "@shoal/telemetry";
+
+/** A part's answer: its result (embeddings, scores, labels, entities) or an error. */
+export type AnswerOutcome =
+  | { case: "embed"; value: EmbedResult }
+  | { case: "score"; value: ScoreResult }
+  | { case: "classify"; value: ClassifyResult }
+  | { case: "extract"; value: ExtractResult }
+  | { case: "error"; code: ErrorCode; message: string };
 
 /**
  * Publishes a part's answer to the ingress holding its request. Core NATS publish is
@@ -21,9 +32,7 @@ export function publishAnswer(
   workerId: string,
   item: WorkItem,
   ctx: Context,
-  outcome:
-    | { case: "embed"; value: EmbedResult }
-    | { case: "error"; code: ErrorCode; message: string },
+  outcome: AnswerOutcome,
   timings?: Timings,
 ): void {
   const result = create(WorkResultSchema, {
@@ -32,9 +41,9 @@ export function publishAnswer(
     workerId,
     timings,
     outcome:
-      outcome.case === "embed"
-        ? outcome
-        : { case: "error", value: { code: outcome.code, message: outcome.message } },
+      outcome.case === "error"
+        ? { case: "error", value: { code: outcome.code, message: outcome.message } }
+        : outcome,
   });
   const hdrs = natsHeaders();
   hdrs.set(Headers.requestId, item.requestId);

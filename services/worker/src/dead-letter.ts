@@ -2,10 +2,11 @@ import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { Headers, deadLetterSubject, type WorkMessage } from "@shoal/jetstream";
 import type { Logger } from "@shoal/telemetry";
+import { attemptOf } from "./retry.js";
 
 /**
  * Keeps an item the worker gives up on in the dead-letter stream, bytes unchanged, with why,
- * how often it was delivered and where it came from; then removes it from the work queue.
+ * how many attempts it had and where it came from; then removes it from the work queue.
  * Should the dead-letter stream refuse it, the item is still removed (the reason is logged):
  * a poison item must not circulate either way.
  */
@@ -15,10 +16,11 @@ export async function deadLetter(
   msg: WorkMessage,
   reason: string,
   logger: Logger,
+  attempts: number = attemptOf(msg),
 ): Promise<void> {
   const hdrs = natsHeaders();
   hdrs.set(Headers.deadReason, reason);
-  hdrs.set(Headers.deadDeliveries, String(msg.deliveryCount));
+  hdrs.set(Headers.deadDeliveries, String(attempts));
   hdrs.set(Headers.deadSubject, msg.subject);
   const requestId = msg.headers?.get(Headers.requestId);
   if (requestId !== undefined && requestId !== "") hdrs.set(Headers.requestId, requestId);

@@ -1,3 +1,3 @@
 /** The worker service, startable in process (tests) through `run`. */
 export { run } from "./run.js";
-export type { RunningWorker, WorkerOptions } from "./run.js";
+export type { RunningWorker, WorkerOptions, WorkerResidencyOptions } from "./run.js";

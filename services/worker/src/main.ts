@@ -1,3 +1,4 @@
+import { ConfigError } from "@shoal/config";
 import {
   bootService,
   catalogFromEnv,
@@ -9,9 +10,20 @@ import {
   exitOnSignal,
   failStart,
 } from "@shoal/process";
-import { run } from "./run.js";
+import { run, type WorkerResidencyOptions } from "./run.js";
 
 const env = process.env;
+
+/** A model-loader manages this worker when its node is named (docs/model-loader.md). */
+function residencyFromEnv(): WorkerResidencyOptions | undefined {
+  const node = envOptional(env, "SHOAL_NODE_ID");
+  if (node === undefined) return undefined;
+  const capacityBytes = envInt(env, "SHOAL_WORKER_MEMORY_BYTES");
+  if (capacityBytes === undefined || capacityBytes < 1) {
+    throw new ConfigError("SHOAL_WORKER_MEMORY_BYTES must be set (bytes) with SHOAL_NODE_ID");
+  }
+  return { node, capacityBytes, heartbeatMs: envInt(env, "SHOAL_HEARTBEAT_MS") };
+}
 const booted = bootService("worker", env);
 try {
   const catalog = await catalogFromEnv(env);
@@ -33,8 +45,14 @@ try {
     batchTimeoutMs: envInt(env, "SHOAL_BATCH_TIMEOUT_MS"),
     maxDeliver: envInt(env, "SHOAL_MAX_DELIVER"),
     maxBatchesInFlight: envInt(env, "SHOAL_BATCHES_IN_FLIGHT"),
+    localQueueSocket: envOptional(env, "SHOAL_LOCAL_QUEUE_SOCKET"),
     sidecarEnv: { ...env, OTEL_SERVICE_NAME: env["OTEL_SIDECAR_SERVICE_NAME"] ?? "shoal-sidecar" },
     modelSources: { env },
+    residency: residencyFromEnv(),
+    generation: {
+      maxSequences: envInt(env, "SHOAL_MAX_SEQUENCES"),
+      stallTimeoutMs: envInt(env, "SHOAL_STREAM_STALL_MS"),
+    },
     logger: booted.logger,
     tracer: booted.tracing.tracer,
   });

@@ -5,7 +5,7 @@ import { context, SpanStatusCode, trace, type Span, type Tracer } from "@opentel
 import {
   compileLatencyTargetOptions,
   createLatencyModel,
-  formBatch,
+  formBucketedBatch,
   latencyTargetMicros,
   maxPaddedTokensWithin,
   type BatchBudget,
@@ -18,7 +18,12 @@ import { EmbedResultSchema, ErrorCode, TimingsSchema } from "@shoal/proto";
 import { SidecarError, SidecarTimeoutError, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf, wallClockUs, type Logger } from "@shoal/telemetry";
 import { publishAnswer } from "./answers.js";
+import { runHeadBatch } from "./head-batch.js";
+import { BlobInputs } from "./blob-inputs.js";
 import { deadLetter } from "./dead-letter.js";
+import { pullUntilStopped } from "./pull-loop.js";
+import { attemptOf, retryLater } from "./retry.js";
+import type { LocalHandOff } from "./local-hand-off.js";
 import { decodePulled, type PulledItem } from "./pulled-item.js";
 
 export interface ModelPullerOptions {
@@ -41,15 +46,25 @@ export interface ModelPullerOptions {
   readonly maxFillWaitMs: number;
   /** Items asked for per pull. */
   readonly pullBatch: number;
-  /** Deliveries after which a failing item is answered with its error and dropped. */
+  /** Attempts after which a failing item is answered with its error and dead-lettered. */
   readonly maxDeliver: number;
   /**
    * How often items of a running batch tell JetStream they are still being worked on, so a
    * batch longer than the ack wait is not redelivered to another worker meanwhile.
    */
   readonly progressIntervalMs: number;
-  /** Batches handed to the sidecar at once: 1 runs them strictly in turn, 2 prefetches one. */
+  /**
+   * Batches handed to the sidecar at once: 1 runs them strictly in turn, 2 prefetches one. The
+   * prefetched batch is formed late, when the running one is predicted to be about done, from
+   * everything in hand by then.
+   */
   readonly maxBatchesInFlight: number;
+  /**
+   * The machine-local queue shared with the other workers on this host. When set, put-back
+   * items go there instead of back over the network, and this worker takes what the others put
+   * back before it pulls from JetStream.
+   */
+  readonly localQueue?: LocalHandOff;
   /** Longest a batch may run before the sidecar is deemed stalled. */
   readonly batchTimeoutMs: number;
   /** Called when a batch timed out: the sidecar is replaced. */
@@ -77,6 +92,32 @@ function queueWaitUs(p: PulledItem): number {
 const LONG_POLL_MS = 1_000;
 
 /**
+ * How long before the running batch is predicted to finish the prefetched one is formed and
+ * handed to the sidecar: enough for formation and the socket write, so the accelerator does not
+ * wait, and no earlier, so the batch takes in what arrived meanwhile.
+ */
+const FORM_LEAD_MS = 2;
+
+/**
+ * What JetStream still holds after `messages`, as the top-up needs it. The pending count on a
+ * delivery leaves out items waiting for redelivery (NAKed, or past their ack wait), so after a
+ * redelivered item more may be waiting even when it says 0: one `no_wait` pull finds out,
+ * rather than starting a batch of one.
+ */
+function queuedAfter(messages: readonly WorkMessage[]): number {
+  const last = messages.at(-1);
+  if (last === undefined) return 0;
+  return messages.some((m) => m.deliveryCount > 1) ? Math.max(1, last.pending) : last.pending;
+}
+
+/** Where the first items of a round came from, and whether JetStream said more are queued. */
+interface FirstItems {
+  readonly messages: WorkMessage[];
+  /** Work still queued in JetStream after these, as far as known (1 when unknown). */
+  readonly queued: number;
+}
+
+/**
  * Pulls one model's work and runs it batch by batch. It asks for work only when it can start
  * a batch, tops the batch up with what is already queued (never waiting longer than the fill
  * wait), puts back what does not fit, and acks each item only after its answer is published.
@@ -88,12 +129,21 @@ export class ModelPuller {
   readonly #latency = createLatencyModel();
   readonly #target: LatencyTarget;
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #blobs: BlobInputs;
+  /**
+   * A long poll still open on JetStream: a pull request cannot be withdrawn, so when the local
+   * queue answered first it is kept for the next round rather than abandoned with a message.
+   */
+  #outstanding: Promise<WorkMessage[]> | undefined;
+  /** When the batch running now is predicted to finish (performance.now() ms). */
+  #runningUntil = 0;
   #stopping = false;
   #loop: Promise<void> | undefined;
 
   constructor(options: ModelPullerOptions) {
     this.#o = options;
     this.#target = compileLatencyTargetOptions({ maxTargetMicros: options.batchTargetMs * 1000 });
+    this.#blobs = new BlobInputs(options);
   }
 
   start(): void {
@@ -134,68 +184,182 @@ export class ModelPuller {
   }
 
   async #run(): Promise<void> {
-    while (!this.#stopping) {
-      try {
-        await this.#once();
-      } catch (err) {
-        if (this.#isStopping() || this.#o.nc.isClosed()) break;
-        this.#o.logger.warn({ err, model: this.#o.model.id }, "pull cycle failed; retrying");
-        await sleep(250);
-      }
-    }
+    await pullUntilStopped(
+      () => this.#once(),
+      () => this.#isStopping(),
+      this.#o.nc,
+      { logger: this.#o.logger, model: this.#o.model.id, what: "pull cycle" },
+    );
     await Promise.all(this.#inFlight);
+    const left = await this.#outstanding?.catch(() => []);
+    this.#outstanding = undefined;
+    if (left !== undefined) await this.#putBack(left);
   }
 
   /** Runs a batch without waiting for it; `#once` waits when the in-flight limit is reached. */
   #dispatch(sidecar: SidecarClient, batch: readonly PulledItem[]): void {
+    const inputs = batch.reduce((n, p) => n + p.inputs, 0);
+    const longest = Math.max(...batch.map((p) => p.maxInputTokens));
+    const predictedMs =
+      this.#latency.predict({ sequences: inputs, paddedTokens: inputs * longest }) / 1000;
+    // Queued behind a running batch, it starts when that one ends.
+    this.#runningUntil = Math.max(performance.now(), this.#runningUntil) + predictedMs;
     const running: Promise<void> = this.#execute(sidecar, batch)
       .catch((err: unknown) => {
         this.#o.logger.error({ err, model: this.#o.model.id }, "batch bookkeeping failed");
       })
-      .finally(() => this.#inFlight.delete(running));
+      .finally(() => {
+        this.#inFlight.delete(running);
+        // Predictions err: once nothing runs, the next batch's end counts from its own start.
+        if (this.#inFlight.size === 0) this.#runningUntil = 0;
+      });
     this.#inFlight.add(running);
   }
 
   async #once(): Promise<void> {
     while (this.#inFlight.size >= this.#o.maxBatchesInFlight) await Promise.race(this.#inFlight);
-    const { nc, stream, consumer } = this.#o;
     const sidecar = await this.#o.sidecar();
-    const first = await pull(nc, stream, consumer, { batch: 1, expiresMs: LONG_POLL_MS });
-    if (first.length === 0) return;
-    const pulled = await this.#decode(first);
-    const fillUntil = performance.now() + this.#o.maxFillWaitMs;
-    // The server says how much is still queued with every message: when nothing is, the batch
-    // starts now rather than after the fill wait.
-    let queued = first.at(-1)?.pending ?? 0;
-    while (!this.#isStopping() && queued > 0) {
-      // Every item carries at least one input, so asking for no more items than there are
-      // free input slots keeps over-pulling (and the put-backs it costs) small.
-      const room = this.#o.budget.maxInputs - pulled.reduce((n, p) => n + p.inputs, 0);
-      if (room <= 0) break;
-      const more = await pull(nc, stream, consumer, { batch: Math.min(this.#o.pullBatch, room) });
-      pulled.push(...(await this.#decode(more)));
-      queued = more.at(-1)?.pending ?? 0;
-      if (performance.now() >= fillUntil) break;
+    const first = await this.#firstItems();
+    if (first.messages.length === 0) return;
+    const pulled = await this.#decode(first.messages);
+    await this.#topUp(pulled, first.queued);
+    if (this.#inFlight.size > 0 && !this.#isStopping()) {
+      // Late formation: the next batch is formed when the running one is about to end, from
+      // what is in hand then, not from what happened to be queued when the last one started.
+      await this.#untilRunningNearlyDone();
+      await this.#topUp(pulled, 1);
     }
     const now = Date.now();
-    const { batch, putBack, expired } = formBatch(pulled, this.#budgetFor(pulled, now), now);
-    for (const p of putBack) p.msg.nak();
+    const { batch, putBack, expired } = formBucketedBatch(
+      pulled,
+      this.#budgetFor(pulled, now),
+      now,
+    );
+    await this.#putBack(putBack.map((p) => p.msg));
     await this.#answerExpired(expired);
     if (this.#isStopping()) {
-      for (const p of batch) p.msg.nak();
+      await this.#putBack(batch.map((p) => p.msg));
       return;
     }
-    if (batch.length > 0) this.#dispatch(sidecar, batch);
+    const ready = await this.#blobs.resolve(batch);
+    if (ready.length === 0) return;
+    if (this.#o.logger.isLevelEnabled("debug")) this.#logFormed(ready, pulled, now);
+    this.#dispatch(sidecar, ready);
+  }
+
+  /** What a batch made of its budget, for tools/bench (fill ratio, put-back latency). */
+  #logFormed(batch: readonly PulledItem[], pulled: readonly PulledItem[], now: number): void {
+    const inputs = batch.reduce((n, p) => n + p.inputs, 0);
+    const padded = inputs * Math.max(...batch.map((p) => p.maxInputTokens));
+    this.#o.logger.debug(
+      {
+        seqs: batch.map((p) => p.msg.streamSequence),
+        at_us: wallClockUs(),
+        inputs,
+        padded_tokens: padded,
+        real_tokens: batch.reduce((n, p) => n + p.totalTokens, 0),
+        budget_padded_tokens: this.#budgetFor(pulled, now).maxPaddedTokens,
+      },
+      "batch started",
+    );
   }
 
   /**
-   * Decodes pulled messages. A malformed one is dead-lettered. One delivered more than
-   * `maxDeliver` times (it keeps failing, or keeps taking its worker down) is answered with an
-   * error and dead-lettered, so a poison item never circulates and its client hears why.
+   * The first items of a round: what co-located workers put back, else a JetStream long poll.
+   * With a local queue both are waited on at once, so an idle worker starts on a hand-off as
+   * soon as it is made; whichever answers second is not lost (a late take answer joins this
+   * round, an open long poll is kept for the next).
+   */
+  async #firstItems(): Promise<FirstItems> {
+    const local = this.#o.localQueue;
+    const longPoll = { batch: 1, expiresMs: LONG_POLL_MS };
+    if (local === undefined) {
+      const messages = await pull(this.#o.nc, this.#o.stream, this.#o.consumer, longPoll);
+      return { messages, queued: queuedAfter(messages) };
+    }
+    const poll = (this.#outstanding ??= pull(
+      this.#o.nc,
+      this.#o.stream,
+      this.#o.consumer,
+      longPoll,
+    ));
+    const fromJetStream = poll.then((messages) => ({ local: false, messages }));
+    const cancel = new AbortController();
+    const take = local.take(this.#o.pullBatch, LONG_POLL_MS, cancel.signal);
+    const fromLocal = take.then(
+      (messages) => ({ local: true, messages }),
+      // No local queue now: JetStream alone, until it is back.
+      () => fromJetStream,
+    );
+    const winner = await Promise.race([fromJetStream, fromLocal]);
+    if (winner.local) return { messages: winner.messages, queued: 1 };
+    this.#outstanding = undefined;
+    cancel.abort();
+    const late = await take.catch(() => []);
+    return {
+      messages: [...winner.messages, ...late],
+      queued: late.length > 0 ? 1 : queuedAfter(winner.messages),
+    };
+  }
+
+  /**
+   * Tops the batch up with what is ready now — the local queue's put-backs first, then what
+   * JetStream reports queued — never waiting longer than the fill wait, and asking each time
+   * for no more items than there are free input slots (every item carries at least one input),
+   * which keeps over-pulling, and the put-backs it costs, small.
+   */
+  async #topUp(pulled: PulledItem[], queuedInJetStream: number): Promise<void> {
+    const { nc, stream, consumer } = this.#o;
+    const room = (): number => this.#o.budget.maxInputs - pulled.reduce((n, p) => n + p.inputs, 0);
+    const local = this.#o.localQueue;
+    if (local !== undefined && room() > 0) {
+      const taken = await local.take(Math.min(this.#o.pullBatch, room()), 0).catch(() => []);
+      pulled.push(...(await this.#decode(taken)));
+    }
+    const fillUntil = performance.now() + this.#o.maxFillWaitMs;
+    // The server says how much is still queued with every message: when nothing is, the batch
+    // starts now rather than after the fill wait.
+    let queued = queuedInJetStream;
+    while (!this.#isStopping() && queued > 0 && room() > 0) {
+      const more = await pull(nc, stream, consumer, { batch: Math.min(this.#o.pullBatch, room()) });
+      pulled.push(...(await this.#decode(more)));
+      queued = queuedAfter(more);
+      if (performance.now() >= fillUntil) break;
+    }
+  }
+
+  /** Waits until the running batch is predicted to be `FORM_LEAD_MS` from done, or is done. */
+  async #untilRunningNearlyDone(): Promise<void> {
+    const waitMs = this.#runningUntil - FORM_LEAD_MS - performance.now();
+    if (waitMs <= 0) return;
+    const timer = new AbortController();
+    await Promise.race([
+      sleep(waitMs, undefined, { signal: timer.signal }).catch(() => undefined),
+      Promise.race(this.#inFlight),
+    ]);
+    timer.abort();
+  }
+
+  /** Puts items back: to the machine-local queue when there is one, else NAK to JetStream. */
+  async #putBack(messages: readonly WorkMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const local = this.#o.localQueue;
+    const atUs = wallClockUs();
+    const seqs = messages.map((m) => m.streamSequence);
+    let outcome = { local: 0, naked: messages.length };
+    if (local === undefined) for (const m of messages) m.nak();
+    else outcome = await local.putBack(messages);
+    // Sequences and times let tools/bench/put-back-latency.ts follow an item to where it starts.
+    this.#o.logger.debug({ seqs, at_us: atUs, ...outcome }, "put back");
+  }
+
+  /**
+   * Decodes pulled messages; a malformed one is dead-lettered. How often an item was delivered
+   * does not matter here: put-backs and redeliveries after a worker died are no fault of the
+   * item, and its deadline bounds them. Failed attempts are counted where they fail.
    */
   async #decode(messages: readonly WorkMessage[]): Promise<PulledItem[]> {
     const items: PulledItem[] = [];
-    const exhausted: PulledItem[] = [];
     for (const msg of messages) {
       const item = decodePulled(msg);
       if (item === undefined) {
@@ -204,13 +368,10 @@ export class ModelPuller {
           "malformed work item dead-lettered",
         );
         await deadLetter(this.#o.js, this.#o.model.key, msg, "malformed work item", this.#o.logger);
-      } else if (msg.deliveryCount > this.#o.maxDeliver) {
-        exhausted.push(item);
       } else {
         items.push(item);
       }
     }
-    await this.#giveUp(exhausted, `gave up after ${this.#o.maxDeliver} deliveries`);
     return items;
   }
 
@@ -256,6 +417,14 @@ export class ModelPuller {
       for (const p of batch) p.msg.working();
     }, this.#o.progressIntervalMs);
     try {
+      if (model.family !== "embedding") {
+        const items = spans.map((s) => ({ p: s.p, ctx: trace.setSpan(s.parent, s.span) }));
+        this.#latency.observe(await runHeadBatch(sidecar, this.#o, items, startedUs, batchTokens));
+        await nc.flush();
+        for (const p of batch) p.msg.ack();
+        for (const s of spans) s.span.end();
+        return;
+      }
       const result = await sidecar.embed({
         model: model.key,
         inputs,
@@ -336,13 +505,17 @@ export class ModelPuller {
   }
 
   /**
-   * A batch the sidecar could not run. Items go back for another try until they have used
-   * their deliveries; then the client hears the cause and the item is dropped.
+   * A batch the sidecar could not run. Items go back for another attempt until they have had
+   * `maxDeliver`; then the client hears the cause and the item is dead-lettered.
    */
   async #failed(batch: readonly PulledItem[], err: unknown): Promise<void> {
     this.#o.logger.error({ err, model: this.#o.model.id, items: batch.length }, "batch failed");
-    const exhausted = batch.filter((p) => p.msg.deliveryCount >= this.#o.maxDeliver);
-    for (const p of batch) if (!exhausted.includes(p)) p.msg.nak(200);
+    const exhausted = batch.filter((p) => attemptOf(p.msg) >= this.#o.maxDeliver);
+    await Promise.all(
+      batch
+        .filter((p) => !exhausted.includes(p))
+        .map((p) => retryLater(this.#o.js, p.msg, this.#o.logger)),
+    );
     const message =
       err instanceof SidecarError ? `${err.code}: ${err.message}` : "inference failed";
     await this.#giveUp(exhausted, message);

@@ -4,12 +4,15 @@ import type { BatchCandidate } from "@shoal/batching";
 import type { WorkMessage } from "@shoal/jetstream";
 import { WorkItemSchema, type WorkItem } from "@shoal/proto";
 import { extractContext, natsHeaderCarrier, wallClockUs } from "@shoal/telemetry";
+import { taskTexts } from "./head-batch.js";
 
 /** One pulled work item, decoded, with what batch formation and tracing need. */
 export interface PulledItem extends BatchCandidate {
   readonly msg: WorkMessage;
   readonly item: WorkItem;
   readonly inputTexts: readonly string[];
+  /** The query every text is scored against (rerank items only). */
+  readonly query?: string | undefined;
   /** Whether the client accepts truncation (false: an over-long input is an error). */
   readonly truncate: boolean;
   /** The trace context the annotator published the item under. */
@@ -28,13 +31,15 @@ export function decodePulled(msg: WorkMessage): PulledItem | undefined {
   } catch {
     return undefined;
   }
-  if (item.task.case !== "embed" || item.task.value.inputs.length === 0) return undefined;
-  const inputs = item.task.value.inputs;
+  const task = taskTexts(item);
+  if (task === undefined || task.texts.length === 0) return undefined;
+  const inputs = task.texts;
   return {
     msg,
     item,
     inputTexts: inputs,
-    truncate: item.task.value.truncate,
+    query: task.query,
+    truncate: task.truncate,
     parent: extractContext(natsHeaderCarrier(msg.headers)),
     pulledAtUs: wallClockUs(),
     inputs: inputs.length,

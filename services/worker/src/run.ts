@@ -23,7 +23,15 @@ import {
 } from "@shoal/model-sources";
 import { SidecarClient } from "@shoal/sidecar-client";
 import type { Logger } from "@shoal/telemetry";
+import {
+  GenerationPuller,
+  generationDefaults,
+  type GenerationOptions,
+} from "./generation-puller.js";
+import { LocalQueueClient } from "@shoal/local-queue";
+import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
+import { ResidentModels } from "./resident-models.js";
 import { SidecarProcess } from "./sidecar-process.js";
 import { SidecarSupervisor } from "./sidecar-supervisor.js";
 
@@ -74,10 +82,36 @@ export interface WorkerOptions {
   readonly batchTimeoutMs?: number;
   /** How served models are fetched into the cache when missing (hub token, progress…). */
   readonly modelSources?: EnsureModelOptions;
+  /**
+   * Set when a model-loader manages this worker's node (docs/model-loader.md): the worker then
+   * loads nothing by itself, takes `load`/`unload` on its control subject, pulls only the
+   * models resident in its sidecar, and sends heartbeats with the sidecar's memory figures.
+   * Unset, it loads `models` at start and serves them until it stops.
+   */
+  readonly residency?: WorkerResidencyOptions;
   /** Time to finish the batch in hand on shutdown. @default 10000 */
   readonly shutdownGraceMs?: number;
+  /**
+   * Socket of the machine-local queue shared by the workers of this host (services/local-queue).
+   * Set, put-back work is handed over there and this worker takes its neighbours' put-backs
+   * before pulling; unset, put-back is a NAK over the network. @default unset
+   */
+  readonly localQueueSocket?: string;
+  /** How generator models are served (sequences at once, stall timeouts). */
+  readonly generation?: GenerationOptions;
   readonly logger: Logger;
   readonly tracer: Tracer;
+}
+
+export interface WorkerResidencyOptions {
+  /** The node whose model-loader sends this worker its loads. */
+  readonly node: string;
+  /** Memory of this worker's accelerator, bytes: the budget the loader places models in. */
+  readonly capacityBytes: number;
+  /** @default 1000 */
+  readonly heartbeatMs?: number;
+  /** Longest one model load may take. @default 600000 */
+  readonly loadTimeoutMs?: number;
 }
 
 export interface RunningWorker {
@@ -95,13 +129,15 @@ export interface RunningWorker {
 export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const workerId = options.workerId ?? randomUUID().slice(0, 8);
   const logger = options.logger.child({ worker_id: workerId });
-  const models = servedModels(options.catalog, options.models);
+  const managed = options.residency;
+  const models = managed === undefined ? servedModels(options.catalog, options.models) : [];
   const socketPath = options.sidecarSocket ?? join(tmpdir(), `shoal-sidecar-${workerId}.sock`);
   const budget = compileBatchBudget(options.budget);
   const batchTimeoutMs = options.batchTimeoutMs ?? 120_000;
   const ackWaitMs = options.consumer?.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const sources = compileEnsureModelOptions({ logger, ...options.modelSources });
   for (const model of models) await ensureModel(model, sources);
+  let resident: ResidentModels | undefined;
 
   const supervisor = new SidecarSupervisor({
     start: async () => {
@@ -113,7 +149,9 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         logger,
       });
       const client = await SidecarClient.connect({ socketPath, requestTimeoutMs: batchTimeoutMs });
-      for (const model of models) await client.load(model.key, model.dir);
+      for (const model of resident?.resident() ?? models) {
+        await client.load(model.key, model.dir, await resident?.loadOptions(client, model));
+      }
       return { process, client };
     },
     logger,
@@ -125,35 +163,84 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const stream = await ensureWorkStream(jsm, options.stream);
   await ensureDeadLetterStream(jsm);
   const js = jetstream(nc);
+  const localQueue =
+    options.localQueueSocket === undefined
+      ? undefined
+      : new LocalQueueClient({ socketPath: options.localQueueSocket });
   const maxDeliver = options.maxDeliver ?? 10;
-  const pullers: ModelPuller[] = [];
-  for (const model of models) {
+  const makePuller = async (model: ModelEntry): Promise<ModelPuller | GenerationPuller> => {
     const consumer = await ensureModelConsumer(jsm, stream, model.key, options.consumer);
-    pullers.push(
-      new ModelPuller({
+    // Generators stream continuously instead of running batches: their own puller.
+    if (model.family === "generator") {
+      return new GenerationPuller({
+        ...generationDefaults(options.generation),
         nc,
         js,
         stream,
         consumer,
         model,
         sidecar: () => supervisor.client(),
-        budget,
-        batchTargetMs: options.batchTargetMs ?? 250,
-        maxFillWaitMs: options.maxFillWaitMs ?? 2,
-        pullBatch: options.pullBatch ?? 64,
         maxDeliver,
         progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
-        batchTimeoutMs,
-        maxBatchesInFlight: options.maxBatchesInFlight ?? 1,
         onStall: (reason) => void supervisor.restart(reason),
         workerId,
         logger: logger.child({ model: model.id }),
         tracer: options.tracer,
-      }),
-    );
-  }
+      });
+    }
+    return new ModelPuller({
+      nc,
+      js,
+      stream,
+      consumer,
+      model,
+      sidecar: () => supervisor.client(),
+      budget,
+      batchTargetMs: options.batchTargetMs ?? 250,
+      maxFillWaitMs: options.maxFillWaitMs ?? 2,
+      pullBatch: options.pullBatch ?? 64,
+      maxDeliver,
+      progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
+      batchTimeoutMs,
+      maxBatchesInFlight: options.maxBatchesInFlight ?? 1,
+      localQueue:
+        localQueue === undefined
+          ? undefined
+          : new LocalHandOff({
+              nc,
+              client: localQueue,
+              modelKey: model.key,
+              logger: logger.child({ model: model.id }),
+            }),
+      onStall: (reason) => void supervisor.restart(reason),
+      workerId,
+      logger: logger.child({ model: model.id }),
+      tracer: options.tracer,
+    });
+  };
+  const pullers: (ModelPuller | GenerationPuller)[] = [];
+  for (const model of models) pullers.push(await makePuller(model));
   for (const p of pullers) p.start();
-  logger.info({ models: models.map((m) => m.id), socket: socketPath }, "worker pulling");
+  if (managed !== undefined) {
+    resident = new ResidentModels({
+      nc,
+      catalog: options.catalog,
+      workerId,
+      node: managed.node,
+      capacityBytes: managed.capacityBytes,
+      heartbeatMs: managed.heartbeatMs ?? 1000,
+      sidecar: () => supervisor.client(),
+      runner: makePuller,
+      sources,
+      loadTimeoutMs: managed.loadTimeoutMs ?? 600_000,
+      logger,
+    });
+    resident.start();
+  }
+  logger.info(
+    { models: models.map((m) => m.id), socket: socketPath, node: managed?.node },
+    "worker pulling",
+  );
 
   return {
     workerId,
@@ -163,8 +250,12 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       const graceOver = new Promise((resolve) => {
         timer = setTimeout(resolve, options.shutdownGraceMs ?? 10_000);
       });
-      await Promise.race([Promise.all(pullers.map((p) => p.stop())), graceOver]);
+      await Promise.race([
+        Promise.all([...pullers.map((p) => p.stop()), resident?.stop()]),
+        graceOver,
+      ]);
       clearTimeout(timer);
+      await localQueue?.close();
       await drainOrClose(nc);
       await supervisor.stop();
       logger.info("worker stopped");

@@ -1,0 +1,41 @@
+import { create } from "@bufbuild/protobuf";
+import { GenerateTaskSchema } from "@shoal/proto";
+import { describe, expect, it } from "vitest";
+import { generateCost } from "./generate-cost.js";
+import type { TokenCounter } from "./token-counter.js";
+
+/** One token per word: enough to see how the parts of the estimate add up. */
+const words: TokenCounter = { kind: "exact", count: (t) => t.split(/\s+/).filter(Boolean).length };
+
+describe("generateCost", () => {
+  it("is prompt tokens plus max_tokens, per sequence", () => {
+    const task = create(GenerateTaskSchema, {
+      input: { case: "prompt", value: "one two three" },
+      sampling: { maxTokens: 10 },
+      n: 2,
+    });
+    expect(generateCost(task, words)).toEqual({ promptTokens: 3, totalTokens: 26 });
+  });
+
+  it("uses the sidecar's default max_tokens when none is set, and n 0 as 1", () => {
+    const task = create(GenerateTaskSchema, { input: { case: "prompt", value: "a b" } });
+    expect(generateCost(task, words)).toEqual({ promptTokens: 2, totalTokens: 258 });
+  });
+
+  it("counts the chat template's tokens around every message", () => {
+    const task = create(GenerateTaskSchema, {
+      input: {
+        case: "chat",
+        value: {
+          messages: [
+            { role: "system", content: "be brief" },
+            { role: "user", content: "hi" },
+          ],
+        },
+      },
+      sampling: { maxTokens: 4 },
+      n: 1,
+    });
+    expect(generateCost(task, words)).toEqual({ promptTokens: 3 + 10, totalTokens: 17 });
+  });
+});

@@ -1,0 +1,101 @@
+import type { ObjectStore } from "@nats-io/obj";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { BlobMissingError, fetchBlob, openBlobBucket } from "@shoal/blobs";
+import { ErrorCode } from "@shoal/proto";
+import type { Logger } from "@shoal/telemetry";
+import { publishAnswer } from "./answers.js";
+import type { PulledItem } from "./pulled-item.js";
+
+export interface BlobInputsOptions {
+  readonly nc: NatsConnection;
+  readonly workerId: string;
+  readonly logger: Logger;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Fetches the inputs the blob offloader holds for a batch's items, right before the batch
+ * runs (never for items that are put back). An item whose blob is gone (its request was
+ * answered, or the blob outlived its TTL) is answered with an error and acked: no retry can
+ * bring it back. One whose fetch failed otherwise goes back to the queue for another try.
+ */
+export class BlobInputs {
+  readonly #o: BlobInputsOptions;
+  #store: Promise<ObjectStore> | undefined;
+
+  constructor(options: BlobInputsOptions) {
+    this.#o = options;
+  }
+
+  /** The batch's items with every input filled in; the others are answered or put back. */
+  async resolve(batch: readonly PulledItem[]): Promise<PulledItem[]> {
+    if (batch.every((p) => blobsOf(p).length === 0)) return [...batch];
+    const ready: PulledItem[] = [];
+    const gone: PulledItem[] = [];
+    for (const p of batch) {
+      const blobs = blobsOf(p);
+      if (blobs.length === 0) {
+        ready.push(p);
+        continue;
+      }
+      try {
+        const store = await this.#open();
+        const texts = [...p.inputTexts];
+        for (const blob of blobs) {
+          if (blob.input >= texts.length) {
+            throw new BlobMissingError(`offloaded input ${blob.name} names no input of its item`);
+          }
+          const bytes = await fetchBlob(store, {
+            name: blob.name,
+            size: Number(blob.size),
+            sha256: blob.sha256,
+          });
+          texts[blob.input] = text(bytes, blob.name);
+        }
+        ready.push({ ...p, inputTexts: texts });
+      } catch (err) {
+        if (err instanceof BlobMissingError) {
+          this.#o.logger.warn(
+            { err, request_id: p.item.requestId, part: p.item.part },
+            "offloaded input unusable; answering with an error",
+          );
+          publishAnswer(this.#o.nc, this.#o.workerId, p.item, p.parent, {
+            case: "error",
+            code: ErrorCode.UNAVAILABLE,
+            message: "an offloaded input is no longer available; send the request again",
+          });
+          gone.push(p);
+        } else {
+          this.#store = undefined;
+          this.#o.logger.warn({ err, request_id: p.item.requestId }, "blob fetch failed; put back");
+          p.msg.nak(200);
+        }
+      }
+    }
+    if (gone.length > 0) {
+      await this.#o.nc.flush();
+      for (const p of gone) p.msg.ack();
+    }
+    return ready;
+  }
+
+  #open(): Promise<ObjectStore> {
+    this.#store ??= openBlobBucket(this.#o.nc);
+    return this.#store;
+  }
+}
+
+function text(bytes: Uint8Array, name: string): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new BlobMissingError(`offloaded input ${name} is not UTF-8 text`);
+  }
+}
+
+function blobsOf(
+  p: PulledItem,
+): readonly { input: number; name: string; size: bigint; sha256: string }[] {
+  return p.item.task.case === "embed" ? p.item.task.value.blobs : [];
+}

@@ -1,0 +1,148 @@
+import { create } from "@bufbuild/protobuf";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Context } from "@opentelemetry/api";
+import type { LatencyObservation } from "@shoal/batching";
+import type { ModelEntry } from "@shoal/config";
+import {
+  ClassifyResultSchema,
+  ErrorCode,
+  ExtractResultSchema,
+  ScoreResultSchema,
+  TimingsSchema,
+  type WorkItem,
+} from "@shoal/proto";
+import { toFloat32Array, type SidecarClient } from "@shoal/sidecar-client";
+import { traceparentOf } from "@shoal/telemetry";
+import { publishAnswer, type AnswerOutcome } from "./answers.js";
+import type { PulledItem } from "./pulled-item.js";
+
+/** The texts a work item carries for the sidecar, whatever its kind; undefined for none. */
+export function taskTexts(
+  item: WorkItem,
+): { texts: string[]; query?: string; truncate: boolean } | undefined {
+  switch (item.task.case) {
+    case "embed":
+    case "classify":
+    case "extract":
+      return { texts: item.task.value.inputs, truncate: item.task.value.truncate };
+    case "score":
+      return {
+        texts: item.task.value.documents,
+        query: item.task.value.query,
+        truncate: item.task.value.truncate,
+      };
+    default:
+      return undefined;
+  }
+}
+
+export interface HeadBatchContext {
+  readonly nc: NatsConnection;
+  readonly workerId: string;
+  readonly model: ModelEntry;
+  readonly batchTimeoutMs: number;
+}
+
+/**
+ * Runs a batch for a rerank, classify or extract model — one sidecar call over every item's
+ * texts, as embeddings run — and publishes each item's answer. Returns what the latency model
+ * learns from. The caller flushes and acks, as for embeddings.
+ */
+export async function runHeadBatch(
+  sidecar: SidecarClient,
+  hc: HeadBatchContext,
+  items: readonly { readonly p: PulledItem; readonly ctx: Context }[],
+  startedUs: number,
+  batchTokens: number,
+): Promise<LatencyObservation> {
+  const texts = items.flatMap(({ p }) => p.inputTexts);
+  const traceparents = items
+    .map(({ ctx }) => traceparentOf(ctx))
+    .filter((t): t is string => t !== undefined);
+  const common = {
+    model: hc.model.key,
+    truncate: true,
+    timeoutMs: hc.batchTimeoutMs,
+    traceparents,
+  };
+  let computeUs: number;
+  let tokens: number[];
+  let truncated: boolean[];
+  let answer: (row: number, n: number) => AnswerOutcome;
+  if (hc.model.family === "reranker") {
+    const queries = items.flatMap(({ p }) => p.inputTexts.map(() => p.query ?? ""));
+    const r = await sidecar.score({ ...common, queries, documents: texts });
+    const scores = toFloat32Array(r.scores);
+    ({ computeUs, tokens, truncated } = r);
+    answer = (row, n) => ({
+      case: "score",
+      value: create(ScoreResultSchema, {
+        scores: Array.from(scores.subarray(row, row + n)),
+        tokens: r.tokens.slice(row, row + n),
+        truncated: r.truncated.slice(row, row + n),
+      }),
+    });
+  } else if (hc.model.family === "sequence-classifier") {
+    const r = await sidecar.classify({ ...common, inputs: texts });
+    const probabilities = toFloat32Array(r.probabilities);
+    const width = r.labels.length;
+    ({ computeUs, tokens, truncated } = r);
+    answer = (row, n) => ({
+      case: "classify",
+      value: create(ClassifyResultSchema, {
+        labels: r.labels,
+        probabilities: Array.from(probabilities.subarray(row * width, (row + n) * width)),
+        tokens: r.tokens.slice(row, row + n),
+        truncated: r.truncated.slice(row, row + n),
+      }),
+    });
+  } else {
+    const r = await sidecar.extract({ ...common, inputs: texts });
+    ({ computeUs, tokens, truncated } = r);
+    answer = (row, n) => ({
+      case: "extract",
+      value: create(ExtractResultSchema, {
+        results: r.entities.slice(row, row + n).map((entities) => ({ entities })),
+        tokens: r.tokens.slice(row, row + n),
+        truncated: r.truncated.slice(row, row + n),
+      }),
+    });
+  }
+  let row = 0;
+  for (const { p, ctx } of items) {
+    const n = p.inputs;
+    if (!p.truncate && truncated.slice(row, row + n).some(Boolean)) {
+      publishAnswer(hc.nc, hc.workerId, p.item, ctx, {
+        case: "error",
+        code: ErrorCode.INVALID_ARGUMENT,
+        message: `an input is longer than the model's ${hc.model.maxInputTokens} tokens and truncate is false`,
+      });
+    } else {
+      publishAnswer(
+        hc.nc,
+        hc.workerId,
+        p.item,
+        ctx,
+        answer(row, n),
+        create(TimingsSchema, {
+          queueUs:
+            p.item.enqueuedUnixUs > 0n ? uint32(p.pulledAtUs - Number(p.item.enqueuedUnixUs)) : 0,
+          batchUs: uint32(startedUs - p.pulledAtUs),
+          computeUs,
+          batchItems: texts.length,
+          batchTokens,
+        }),
+      );
+    }
+    row += n;
+  }
+  return {
+    sequences: texts.length,
+    paddedTokens: texts.length * Math.max(1, ...tokens),
+    micros: computeUs,
+  };
+}
+
+function uint32(micros: number): number {
+  return Math.min(0xffff_ffff, Math.max(0, Math.round(micros)));
+}
