@@ -1,0 +1,43 @@
+import {
+  bootService,
+  catalogFromEnv,
+  envInt,
+  envOptional,
+  envRequired,
+  envString,
+  exitOnSignal,
+  failStart,
+} from "@shoal/process";
+import { run } from "./run.js";
+
+const env = process.env;
+const booted = bootService("model-loader", env);
+try {
+  const catalog = await catalogFromEnv(env);
+  const loader = await run({
+    natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    catalog,
+    node: envRequired(env, "SHOAL_NODE_ID"),
+    policy: {
+      minResidencyMs: envInt(env, "SHOAL_MIN_RESIDENCY_MS"),
+      idleDropMs: envInt(env, "SHOAL_IDLE_DROP_MS"),
+      replicateAbovePending: envInt(env, "SHOAL_REPLICATE_ABOVE_PENDING"),
+      headroomBytes: envInt(env, "SHOAL_HEADROOM_BYTES"),
+      headroomFraction: percent(envInt(env, "SHOAL_HEADROOM_PERCENT")),
+    },
+    tickMs: envInt(env, "SHOAL_LOADER_TICK_MS"),
+    heartbeatMs: envInt(env, "SHOAL_HEARTBEAT_MS"),
+    failureCooldownMs: envInt(env, "SHOAL_LOAD_FAILURE_COOLDOWN_MS"),
+    port: envInt(env, "SHOAL_LOADER_PORT"),
+    host: envOptional(env, "SHOAL_HOST"),
+    modelSources: { env },
+    logger: booted.logger,
+  });
+  exitOnSignal(() => loader.stop(), booted);
+} catch (err) {
+  failStart(booted, err);
+}
+
+function percent(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : value / 100;
+}
