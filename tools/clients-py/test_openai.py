@@ -63,3 +63,19 @@ def test_empty_input_is_bad_request(client: openai.OpenAI) -> None:
         client.embeddings.create(model=MINILM, input=[])
     assert raised.value.status_code == 400
     assert "input must not be empty" in raised.value.message
+
+
+def test_token_ids_embed_like_their_text(client: openai.OpenAI) -> None:
+    # MiniLM's WordPiece ids for "hello world", without [CLS]/[SEP]; base64 is the SDK default.
+    by_ids = client.embeddings.create(model=MINILM, input=[[7592, 2088]])
+    by_text = client.embeddings.create(model=MINILM, input=["hello world"])
+    dot = sum(a * b for a, b in zip(by_ids.data[0].embedding, by_text.data[0].embedding))
+    assert dot == pytest.approx(1, abs=1e-5)
+
+
+def test_dimensions_on_a_model_not_trained_for_truncation_is_bad_request(
+    client: openai.OpenAI,
+) -> None:
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.embeddings.create(model=MINILM, input=["x"], dimensions=128)
+    assert "cannot be truncated" in raised.value.message

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Starts the single-machine Shoal cluster in the foreground: nats-server (JetStream), the
-# annotator, one worker with its sidecar, and ingress. Installs and builds whatever is missing
-# first (tools/setup/bootstrap.sh). Ctrl-C stops everything; if any process dies, the rest are
-# stopped too and the script exits non-zero.
+# annotator, the blob offloader, the model-loader, one worker with its sidecar, and ingress.
+# Installs and builds whatever is missing first (tools/setup/bootstrap.sh). Ctrl-C stops
+# everything; if any process dies, the rest are stopped too and the script exits non-zero.
 #
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
-# LOG_LEVEL (info), and every service's own variables (see README "Configuration").
+# LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
+# README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -23,6 +24,10 @@ logs="${run_dir}/logs"
 mkdir -p "${logs}" "${run_dir}/nats"
 export NATS_URL="nats://127.0.0.1:${nats_port}" SHOAL_PORT="${port}" SHOAL_HOST="${host}"
 export SHOAL_SIDECAR_SOCKET="${run_dir}/sidecar.sock"
+# One node: its model-loader decides what the worker holds (docs/model-loader.md). The worker's
+# "accelerator" is the CPU, so its memory budget is a share of RAM.
+export SHOAL_NODE_ID="${SHOAL_NODE_ID:-local}"
+export SHOAL_WORKER_MEMORY_BYTES="${SHOAL_WORKER_MEMORY_BYTES:-4294967296}"
 
 pids=()
 # Services stop before nats-server, so they can finish or put back their work and drain.
@@ -67,6 +72,8 @@ wait_for() { # what seconds command...
 start nats-server "${SHOAL_NATS_SERVER}" -js -sd "${run_dir}/nats" -a 127.0.0.1 -p "${nats_port}"
 wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
 start annotator node --import tsx services/annotator/src/main.ts
+start blob-offloader node --import tsx services/blob-offloader/src/main.ts
+start model-loader node --import tsx services/model-loader/src/main.ts
 start worker node --import tsx services/worker/src/main.ts
 start ingress node --import tsx services/ingress/src/main.ts
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Context } from "@opentelemetry/api";
 import {
@@ -16,12 +16,13 @@ import type { Logger } from "@shoal/telemetry";
 import {
   DeadlineExceededError,
   InternalError,
-  OverloadedError,
   UnavailableError,
   type RequestError,
 } from "./errors.js";
-import { PendingRequests, type Held } from "./pending.js";
-import { validateEmbed, type EmbedLimits } from "./validate.js";
+import type { BlobOffload, StoredBlob } from "./offload.js";
+import { admit, requestTimeoutMs, subscribeAnswers } from "./admission.js";
+import { PendingRequests, type Assembled, type Held } from "./pending.js";
+import { validateEmbed, validateTokenInputs, type EmbedLimits } from "./validate.js";
 import { fromWorkError } from "./work-errors.js";
 
 export interface GatewayOptions {
@@ -38,11 +39,18 @@ export interface GatewayOptions {
   /** Requests held at once; past it new ones are refused with RESOURCE_EXHAUSTED. @default 10000 */
   readonly maxPending?: number;
   readonly limits?: Partial<EmbedLimits>;
+  /** Stores inputs too large for the queue; without it they are refused by `maxInputChars`. */
+  readonly offload?: BlobOffload;
 }
 
 export interface EmbedCall {
   readonly model: string;
   readonly inputs: readonly string[];
+  /**
+   * Inputs as token ids of the model's tokenizer, in place of `inputs` (which is then empty);
+   * the annotator checks them against the vocabulary.
+   */
+  readonly tokenInputs?: readonly (readonly number[])[];
   /** @default true */
   readonly truncate?: boolean;
   readonly priority?: Priority;
@@ -94,16 +102,14 @@ export class Gateway {
   /** Subscribes to the reply subject before any request can be queued. */
   static async start(options: GatewayOptions): Promise<Gateway> {
     const gateway = new Gateway(options);
-    gateway.#subscription = options.nc.subscribe(gateway.#replySubject, {
-      callback: (err, msg) => {
-        if (err !== null) {
-          options.logger.error({ err }, "reply subscription failed");
-          return;
-        }
-        gateway.#onReply(msg.data);
+    gateway.#subscription = await subscribeAnswers(
+      options.nc,
+      gateway.#replySubject,
+      options.logger,
+      (data) => {
+        gateway.#onReply(data);
       },
-    });
-    await options.nc.flush();
+    );
     return gateway;
   }
 
@@ -123,16 +129,47 @@ export class Gateway {
 
   async embed(call: EmbedCall, ctx: Context): Promise<EmbedOutcome> {
     const started = performance.now();
-    const model = validateEmbed(this.#options.catalog, call.model, call.inputs, this.#limits);
-    const maxPending = this.#options.maxPending ?? 10_000;
-    if (this.#pending.size >= maxPending) {
-      throw new OverloadedError(`ingress holds ${maxPending} requests; retry shortly`, 1);
-    }
-    const timeoutMs = Math.min(
-      call.timeoutMs ?? this.#options.defaultTimeoutMs ?? 30_000,
-      this.#options.maxTimeoutMs ?? 300_000,
+    const tokenInputs = call.tokenInputs ?? [];
+    const offload = this.#options.offload;
+    // Anything too large for the queue, or for the annotator to tokenize, goes to the blob
+    // store, so no input size between the two limits is refused while larger ones pass.
+    const oversized = call.inputs.map(
+      (text) =>
+        offload !== undefined &&
+        (text.length > this.#limits.maxInputChars ||
+          Buffer.byteLength(text) > offload.thresholdBytes),
     );
-    if (timeoutMs <= 0) throw new DeadlineExceededError("deadline already passed");
+    const model =
+      tokenInputs.length > 0
+        ? validateTokenInputs(this.#options.catalog, call.model, tokenInputs, this.#limits)
+        : validateEmbed(
+            this.#options.catalog,
+            call.model,
+            call.inputs,
+            this.#limits,
+            (i) => oversized[i] === true,
+          );
+    admit(this.#pending.size, this.#options.maxPending ?? 10_000, "requests");
+    const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#options);
+    const blobs =
+      offload === undefined ? [] : await storeOversized(offload, call.inputs, oversized, ctx);
+    try {
+      return await this.#embedQueued(call, model, tokenInputs, blobs, timeoutMs, started, ctx);
+    } finally {
+      if (offload !== undefined && blobs.length > 0) offload.remove(blobs.map((b) => b.name));
+    }
+  }
+
+  async #embedQueued(
+    call: EmbedCall,
+    model: ModelEntry,
+    tokenInputs: readonly (readonly number[])[],
+    blobs: readonly (StoredBlob & { readonly input: number })[],
+    timeoutMs: number,
+    started: number,
+    ctx: Context,
+  ): Promise<EmbedOutcome> {
+    const offloaded = new Set(blobs.map((b) => b.input));
     const requestId = randomUUID();
     const request = create(WorkRequestSchema, {
       requestId,
@@ -140,7 +177,15 @@ export class Gateway {
       priority: call.priority ?? Priority.NORMAL,
       deadlineUnixMs: BigInt(Date.now() + timeoutMs),
       replySubject: this.#replySubject,
-      task: { case: "embed", value: { inputs: [...call.inputs], truncate: call.truncate ?? true } },
+      task: {
+        case: "embed",
+        value: {
+          inputs: call.inputs.map((text, i) => (offloaded.has(i) ? "" : text)),
+          truncate: call.truncate ?? true,
+          tokenInputs: tokenInputs.map((ids) => ({ ids: [...ids] })),
+          blobs: blobs.map((b) => ({ ...b, size: BigInt(b.size) })),
+        },
+      },
     });
     const held = this.#pending.hold(
       requestId,
@@ -169,6 +214,36 @@ export class Gateway {
         totalUs: Math.round((performance.now() - started) * 1000),
       },
     };
+  }
+
+  /**
+   * Queues a task the caller has validated (rerank, classify, extract: see `heads.ts`) and
+   * waits for every part's outcome, in part order.
+   */
+  async submit(
+    model: ModelEntry,
+    task: MessageInitShape<typeof WorkRequestSchema>["task"],
+    call: { readonly priority?: Priority; readonly timeoutMs?: number },
+    ctx: Context,
+  ): Promise<{ requestId: string; assembled: Assembled }> {
+    admit(this.#pending.size, this.#options.maxPending ?? 10_000, "requests");
+    const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#options);
+    const requestId = randomUUID();
+    const request = create(WorkRequestSchema, {
+      requestId,
+      model: model.id,
+      priority: call.priority ?? Priority.NORMAL,
+      deadlineUnixMs: BigInt(Date.now() + timeoutMs),
+      replySubject: this.#replySubject,
+      task,
+    });
+    const held = this.#pending.hold(
+      requestId,
+      timeoutMs,
+      () => new DeadlineExceededError(`no answer within ${timeoutMs} ms`),
+    );
+    await this.#queue(request, held, ctx);
+    return { requestId, assembled: await held.answer };
   }
 
   /**
@@ -209,10 +284,30 @@ export class Gateway {
     }
     this.#pending.settle(result, (r): RequestError | undefined => {
       if (r.outcome.case === "error") return fromWorkError(r.outcome.value);
-      if (r.outcome.case !== "embed") return new InternalError("worker sent an empty result");
+      if (r.outcome.case === undefined) return new InternalError("worker sent an empty result");
       return undefined;
     });
   }
+}
+
+/** Stores every oversized input; if one fails, those already stored are removed again. */
+async function storeOversized(
+  offload: BlobOffload,
+  inputs: readonly string[],
+  oversized: readonly boolean[],
+  ctx: Context,
+): Promise<(StoredBlob & { readonly input: number })[]> {
+  const stored: (StoredBlob & { readonly input: number })[] = [];
+  try {
+    for (const [input, text] of inputs.entries()) {
+      if (oversized[input] !== true) continue;
+      stored.push({ input, ...(await offload.put(Buffer.from(text, "utf8"), ctx)) });
+    }
+  } catch (err) {
+    offload.remove(stored.map((b) => b.name));
+    throw err;
+  }
+  return stored;
 }
 
 function concat(chunks: readonly Uint8Array[]): Uint8Array {

@@ -14,6 +14,22 @@ export {
   RequestError,
   UnavailableError,
 } from "./errors.js";
+export type { BlobOffload, StoredBlob } from "./offload.js";
 export { PendingRequests } from "./pending.js";
-export { validateEmbed } from "./validate.js";
+export { validateEmbed, validateTokenInputs } from "./validate.js";
 export type { EmbedLimits } from "./validate.js";
+export { DEFAULT_GENERATE_LIMITS, validateGenerate } from "./generate-call.js";
+export type { ChatTurn, GenerateCall, GenerateLimits } from "./generate-call.js";
+export { GenerationStream } from "./generation-stream.js";
+export type { GenerationEvent, GenerationFinish } from "./generation-stream.js";
+export { StreamGateway, streamSubject } from "./stream-gateway.js";
+export type { StartedGeneration, StreamGatewayOptions } from "./stream-gateway.js";
+export { DEFAULT_HEAD_LIMITS, extract, rerank } from "./heads.js";
+export type {
+  ExtractCall,
+  ExtractedEntity,
+  ExtractOutcome,
+  HeadLimits,
+  RerankCall,
+  RerankOutcome,
+} from "./heads.js";

@@ -1,9 +1,17 @@
 import type { EmbedResult, Timings, WorkResult } from "@shoal/proto";
 import type { RequestError } from "./errors.js";
 
+/** A part's answer that is not an error: embeddings, scores, labels or entities. */
+export type PartOutcome = Extract<
+  WorkResult["outcome"],
+  { case: "embed" | "score" | "classify" | "extract" }
+>;
+
 /** What one finished request carried back from its parts, in part order. */
 export interface Assembled {
+  /** The embed results among `outcomes`. */
   readonly parts: readonly EmbedResult[];
+  readonly outcomes: readonly PartOutcome[];
   readonly timings: readonly (Timings | undefined)[];
 }
 
@@ -15,7 +23,7 @@ export interface Held {
 }
 
 interface Entry {
-  readonly received: Map<number, { result: EmbedResult; timings: Timings | undefined }>;
+  readonly received: Map<number, { outcome: PartOutcome; timings: Timings | undefined }>;
   parts: number | undefined;
   readonly resolve: (value: Assembled) => void;
   readonly reject: (error: RequestError) => void;
@@ -74,11 +82,12 @@ export class PendingRequests {
       return false;
     }
     const error = toError(result);
-    if (error !== undefined || result.outcome.case !== "embed") {
+    const outcome = result.outcome;
+    if (error !== undefined || outcome.case === "error" || outcome.case === undefined) {
       if (error !== undefined) this.#fail(result.requestId, error);
       return error !== undefined;
     }
-    entry.received.set(result.part, { result: result.outcome.value, timings: result.timings });
+    entry.received.set(result.part, { outcome, timings: result.timings });
     this.#completeIfDone(result.requestId, entry);
     return true;
   }
@@ -98,7 +107,12 @@ export class PendingRequests {
     clearTimeout(entry.timer);
     this.#entries.delete(requestId);
     const ordered = [...entry.received.entries()].sort(([a], [b]) => a - b).map(([, v]) => v);
-    entry.resolve({ parts: ordered.map((v) => v.result), timings: ordered.map((v) => v.timings) });
+    const outcomes = ordered.map((v) => v.outcome);
+    entry.resolve({
+      parts: outcomes.flatMap((o) => (o.case === "embed" ? [o.value] : [])),
+      outcomes,
+      timings: ordered.map((v) => v.timings),
+    });
   }
 
   #fail(requestId: string, error: RequestError): void {

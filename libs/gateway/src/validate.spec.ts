@@ -1,7 +1,7 @@
 import { compileCatalog } from "@shoal/config";
 import { describe, expect, it } from "vitest";
 import { InvalidArgumentError, ModelNotFoundError } from "./errors.js";
-import { validateEmbed } from "./validate.js";
+import { validateEmbed, validateTokenInputs } from "./validate.js";
 
 const catalog = compileCatalog(
   {
@@ -45,5 +45,31 @@ describe("validateEmbed", () => {
   ])("rejects %s", (_name, model, inputs, message) => {
     expect(() => validateEmbed(catalog, model, inputs, limits)).toThrow(InvalidArgumentError);
     expect(() => validateEmbed(catalog, model, inputs, limits)).toThrow(message);
+  });
+});
+
+describe("validateTokenInputs", () => {
+  it("accepts lists of ids", () => {
+    expect(validateTokenInputs(catalog, "emb", [[1, 2], [0]], limits).id).toBe("emb");
+  });
+  it.each([
+    ["no inputs", [], /must not be empty/],
+    ["an empty list", [[1], []], /input 1 has no token ids/],
+    ["a negative id", [[1, -1]], /input 0: token id at 1/],
+    ["a fraction", [[1.5]], /non-negative integer/],
+    ["too many ids", [Array.from({ length: 11 }, () => 1)], /more than 10 ids/],
+    ["too many inputs", [[1], [1], [1], [1]], /at most 3 inputs/],
+  ])("rejects %s", (_name, inputs, message) => {
+    expect(() => validateTokenInputs(catalog, "emb", inputs, limits)).toThrow(message);
+  });
+});
+
+describe("validateEmbed with offloading", () => {
+  it("lets an offloaded input pass the character limit, and only that one", () => {
+    const huge = "x".repeat(11);
+    expect(validateEmbed(catalog, "emb", [huge], limits, (i) => i === 0).id).toBe("emb");
+    expect(() => validateEmbed(catalog, "emb", ["a", huge], limits, (i) => i === 0)).toThrow(
+      /input 1 is longer/,
+    );
   });
 });

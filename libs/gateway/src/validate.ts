@@ -11,14 +11,58 @@ export interface EmbedLimits {
 /**
  * Checks what ingress can check without tokenizing: a known model, and a non-empty list of
  * non-empty strings within size limits. A whitespace-only string is a valid input (the model
- * embeds it); an empty one is not.
+ * embeds it); an empty one is not. Inputs `offloaded` to the blob store are bounded by the
+ * request body limit instead of `maxInputChars`.
  */
 export function validateEmbed(
   catalog: Catalog,
   model: string,
   inputs: readonly string[],
   limits: EmbedLimits,
+  offloaded: (index: number) => boolean = () => false,
 ): ModelEntry {
+  const entry = embeddingModel(catalog, model);
+  checkCount(inputs.length, limits);
+  inputs.forEach((text, index) => {
+    if (text.length === 0) throw new InvalidArgumentError(`input ${index} is an empty string`);
+    if (text.length > limits.maxInputChars && !offloaded(index)) {
+      throw new InvalidArgumentError(
+        `input ${index} is longer than ${limits.maxInputChars} characters`,
+      );
+    }
+  });
+  return entry;
+}
+
+/**
+ * Token-id inputs: each a non-empty list of non-negative integer ids, none longer than
+ * `maxInputChars` ids. Whether each id is in the model's vocabulary is the annotator's check,
+ * since only it loads the tokenizer.
+ */
+export function validateTokenInputs(
+  catalog: Catalog,
+  model: string,
+  inputs: readonly (readonly number[])[],
+  limits: EmbedLimits,
+): ModelEntry {
+  const entry = embeddingModel(catalog, model);
+  checkCount(inputs.length, limits);
+  inputs.forEach((ids, index) => {
+    if (ids.length === 0) throw new InvalidArgumentError(`input ${index} has no token ids`);
+    if (ids.length > limits.maxInputChars) {
+      throw new InvalidArgumentError(`input ${index} has more than ${limits.maxInputChars} ids`);
+    }
+    const bad = ids.findIndex((id) => !Number.isInteger(id) || id < 0 || id > 0xffff_ffff);
+    if (bad >= 0) {
+      throw new InvalidArgumentError(
+        `input ${index}: token id at ${bad} must be a non-negative integer`,
+      );
+    }
+  });
+  return entry;
+}
+
+function embeddingModel(catalog: Catalog, model: string): ModelEntry {
   const entry = catalog.find(model);
   if (entry === undefined) {
     throw new ModelNotFoundError(
@@ -29,19 +73,12 @@ export function validateEmbed(
   if (entry.family !== "embedding") {
     throw new InvalidArgumentError(`model "${model}" is a ${entry.family}, not an embedding model`);
   }
-  if (inputs.length === 0) throw new InvalidArgumentError("input must not be empty");
-  if (inputs.length > limits.maxInputs) {
-    throw new InvalidArgumentError(
-      `at most ${limits.maxInputs} inputs per request, got ${inputs.length}`,
-    );
-  }
-  inputs.forEach((text, index) => {
-    if (text.length === 0) throw new InvalidArgumentError(`input ${index} is an empty string`);
-    if (text.length > limits.maxInputChars) {
-      throw new InvalidArgumentError(
-        `input ${index} is longer than ${limits.maxInputChars} characters`,
-      );
-    }
-  });
   return entry;
+}
+
+function checkCount(count: number, limits: EmbedLimits): void {
+  if (count === 0) throw new InvalidArgumentError("input must not be empty");
+  if (count > limits.maxInputs) {
+    throw new InvalidArgumentError(`at most ${limits.maxInputs} inputs per request, got ${count}`);
+  }
 }

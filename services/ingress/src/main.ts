@@ -24,6 +24,7 @@ try {
     host: envOptional(env, "SHOAL_HOST"),
     annotator: mode,
     maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),
+    offloadThresholdBytes: envInt(env, "SHOAL_OFFLOAD_THRESHOLD_BYTES"),
     defaultTimeoutMs: envInt(env, "SHOAL_DEFAULT_TIMEOUT_MS"),
     maxPending: envInt(env, "SHOAL_MAX_PENDING"),
     maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),

@@ -3,7 +3,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Tracer } from "@opentelemetry/api";
 import { Annotator, Backlog, RemoteAnnotator, type Annotate } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
-import { Gateway } from "@shoal/gateway";
+import { Gateway, StreamGateway } from "@shoal/gateway";
 import {
   ensureWorkStream,
   type WorkStreamOptions,
@@ -16,6 +16,7 @@ import { healthRoutes } from "./connect/health-service.js";
 import { inferenceRoutes } from "./connect/inference-service.js";
 import { reflectionRoutes } from "./connect/reflection-service.js";
 import { followNatsStatus, ServingStatus } from "./connect/serving-status.js";
+import { blobOffload } from "./blob-offload.js";
 import { listenDual } from "./listen.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
 
@@ -33,6 +34,11 @@ export interface IngressOptions {
   readonly annotator?: "remote" | "inprocess";
   /** Largest request body read, in bytes; larger ones get 413 before they are buffered. @default 8 MiB */
   readonly maxBodyBytes?: number;
+  /**
+   * Inputs larger than this many UTF-8 bytes go to the blob offloader instead of the queue;
+   * with no offloader running such requests get 503. @default 1 MiB
+   */
+  readonly offloadThresholdBytes?: number;
   /** Deadline of requests whose client sets none, ms. @default 30000 */
   readonly defaultTimeoutMs?: number;
   /** Requests held at once before new ones get 429. @default 10000 */
@@ -85,17 +91,25 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     logger,
     defaultTimeoutMs: options.defaultTimeoutMs,
     maxPending: options.maxPending,
+    offload: blobOffload(nc, options.offloadThresholdBytes ?? 1024 * 1024, tracer),
+  });
+  const streams = await StreamGateway.start({
+    nc,
+    annotator,
+    catalog,
+    logger,
+    defaultTimeoutMs: options.defaultTimeoutMs,
   });
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const connectHandler = connectNodeAdapter({
     routes: (router) => {
-      inferenceRoutes({ gateway, tracer, logger })(router);
+      inferenceRoutes({ gateway, streams, tracer, logger })(router);
       healthRoutes({ status, services: [InferenceService] })(router);
       reflectionRoutes([InferenceService, Health])(router);
     },
     readMaxBytes: maxBodyBytes,
   });
-  const rest = { gateway, tracer, logger, maxBodyBytes };
+  const rest = { gateway, streams, tracer, logger, maxBodyBytes };
   const server = await listenDual(
     (req, res) => {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
@@ -118,6 +132,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       status.shutDown();
       await server.close(options.shutdownGraceMs ?? 10_000);
       await gateway.close();
+      streams.close();
       backlog?.stop();
       await drainOrClose(nc);
     },

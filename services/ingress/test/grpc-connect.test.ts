@@ -196,11 +196,12 @@ describe("Connect clients", () => {
     await expect(client.listModels({})).resolves.toBeDefined();
   });
 
-  it("leaves families the sidecar cannot run yet UNIMPLEMENTED", async () => {
+  it("answers INVALID_ARGUMENT, naming the model's family, for a task the model does not do", async () => {
     const client = createClient(InferenceService, transports["Connect over HTTP/1.1"]());
     const err = await client
       .score({ model: MINILM, query: "q", documents: ["d"] })
       .catch((e: unknown) => e);
-    expect((err as ConnectError).code).toBe(Code.Unimplemented);
+    expect((err as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((err as ConnectError).rawMessage).toMatch(/family "embedding", not a reranker/);
   });
 });

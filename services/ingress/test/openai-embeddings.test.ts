@@ -143,9 +143,9 @@ describe("bad input never reaches a worker", () => {
     { name: "missing input", body: { model: MINILM }, status: 400, message: /`input` is required/ },
     {
       name: "input of the wrong type",
-      body: { model: MINILM, input: [1, 2] },
+      body: { model: MINILM, input: [true, false] },
       status: 400,
-      message: /string or an array of strings/,
+      message: /string, an array of strings, an array of token ids/,
     },
     {
       name: "model of the wrong type",

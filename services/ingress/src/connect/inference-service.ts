@@ -1,7 +1,7 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import type { Tracer } from "@opentelemetry/api";
-import type { Gateway } from "@shoal/gateway";
+import type { Gateway, StreamGateway } from "@shoal/gateway";
 import {
   EmbedResponseSchema,
   EmbeddingSchema,
@@ -17,9 +17,12 @@ import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
+import { generate } from "./generate-handler.js";
+import { extractHandler, score } from "./heads-handlers.js";
 
 export interface ConnectContext {
   readonly gateway: Gateway;
+  readonly streams: StreamGateway;
   readonly tracer: Tracer;
   readonly logger: Logger;
 }
@@ -41,6 +44,9 @@ export function inferenceRoutes(cc: ConnectContext): (router: ConnectRouter) => 
   return (router) => {
     router.service(InferenceService, {
       embed: (req, ctx) => embed(cc, req, ctx),
+      generate: (req, ctx) => generate(cc, req, ctx),
+      score: (req, ctx) => score(cc, req, ctx),
+      extract: (req, ctx) => extractHandler(cc, req, ctx),
       listModels: () => Promise.resolve(listModels(cc)),
     });
   };

@@ -1,15 +1,19 @@
 import type { Tracer } from "@opentelemetry/api";
-import { InvalidArgumentError, ModelNotFoundError, type Gateway } from "@shoal/gateway";
+import { ModelNotFoundError, type Gateway, type StreamGateway } from "@shoal/gateway";
 import type { Logger } from "@shoal/telemetry";
 import { asRequestError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
-import { parseJson, readBody, type HttpRequest } from "./body.js";
-import { embeddingsResponse, parseEmbeddingsRequest } from "./openai-embeddings.js";
-import { sendError, sendJson, type HttpResponse } from "./respond.js";
+import { readRequest, type HttpRequest } from "./body.js";
+import { chatCompletions, completions } from "./generation-routes.js";
+import { extractRoute, rerankRoute } from "./heads-routes.js";
+import { embeddingsResponse, outputWidth, parseEmbeddingsRequest } from "./openai-embeddings.js";
+import { responseFormat, sendBody, sendError, type HttpResponse } from "./respond.js";
 
 export interface RestContext {
   readonly gateway: Gateway;
+  /** Streamed generation (chat and completions). */
+  readonly streams: StreamGateway;
   readonly tracer: Tracer;
   readonly logger: Logger;
   /** @default 8 MiB */
@@ -22,6 +26,10 @@ type Handler = (req: HttpRequest, res: HttpResponse, rc: RestContext) => Promise
 const ROUTES: Readonly<Record<string, Readonly<Record<string, Handler>>>> = {
   "/v1/embeddings": { POST: embeddings },
   "/v1/models": { GET: listModels },
+  "/v1/chat/completions": { POST: chatCompletions },
+  "/v1/completions": { POST: completions },
+  "/v1/rerank": { POST: rerankRoute },
+  "/v1/extract": { POST: extractRoute },
 };
 
 /** True when `path` belongs to the REST surface (everything else goes to Connect). */
@@ -41,7 +49,7 @@ export async function handleRest(
     if (methods === undefined) throw new NotFoundRoute(path);
     const handler = methods[req.method ?? ""];
     if (handler === undefined) {
-      sendJson(
+      sendBody(
         res,
         405,
         errorBody(`${req.method ?? ""} is not allowed on ${path}`, "invalid_request_error"),
@@ -54,7 +62,7 @@ export async function handleRest(
     await handler(req, res, rc);
   } catch (err) {
     if (err instanceof NotFoundRoute) {
-      sendJson(res, 404, errorBody(err.message, "invalid_request_error"));
+      sendBody(res, 404, errorBody(err.message, "invalid_request_error"));
       return;
     }
     const error = asRequestError(err);
@@ -68,7 +76,7 @@ export async function handleRest(
 }
 
 async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext): Promise<void> {
-  const request = parseEmbeddingsRequest(parseJson(await readBody(req, rc.maxBodyBytes)));
+  const request = parseEmbeddingsRequest(await readRequest(req, rc.maxBodyBytes));
   const model = rc.gateway.catalog.find(request.call.model);
   if (model === undefined) {
     throw new ModelNotFoundError(
@@ -76,11 +84,7 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
       rc.gateway.catalog.models.map((m) => m.id),
     );
   }
-  if (request.dimensions !== undefined && request.dimensions !== model.dimensions) {
-    throw new InvalidArgumentError(
-      `model "${model.id}" produces ${model.dimensions} dimensions; \`dimensions\` must be ${model.dimensions} or absent`,
-    );
-  }
+  const width = outputWidth(model, request.dimensions);
   const outcome = await traced(
     rc.tracer,
     "ingress.embeddings",
@@ -92,7 +96,14 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
     },
     (ctx) => rc.gateway.embed(request.call, ctx),
   );
-  sendJson(res, 200, embeddingsResponse(outcome, request.encodingFormat), {
+  // MessagePack carries the float32 bytes themselves unless the client asked for base64.
+  const encoding =
+    request.encodingFormat === "base64"
+      ? "base64"
+      : responseFormat(res) === "msgpack"
+        ? "binary"
+        : "float";
+  sendBody(res, 200, embeddingsResponse(outcome, encoding, width), {
     "server-timing": serverTiming(outcome.timings),
     "x-request-id": outcome.requestId,
   });
@@ -100,7 +111,7 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
 
 async function listModels(_req: HttpRequest, res: HttpResponse, rc: RestContext): Promise<void> {
   await Promise.resolve();
-  sendJson(res, 200, {
+  sendBody(res, 200, {
     object: "list",
     data: rc.gateway.catalog.models.map((m) => ({
       id: m.id,

@@ -1,0 +1,32 @@
+import { Objm, StorageType, type ObjectStore } from "@nats-io/obj";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { BLOB_BUCKET } from "./protocol.js";
+
+export interface BlobBucketOptions {
+  /** Bound on stored bytes; a full bucket refuses new blobs (503). @default 4 GiB */
+  readonly maxBytes?: number;
+  /**
+   * Age past which the server itself drops anything in the bucket, ms: a backstop under the
+   * offloader's own TTL sweep for chunks an interrupted upload could leave without metadata
+   * (which the sweep, reading metadata, cannot see). Set when the bucket is created.
+   * @default 20 min
+   */
+  readonly maxAgeMs?: number;
+}
+
+/** Creates (or opens) the blob bucket. */
+export function ensureBlobBucket(
+  nc: NatsConnection,
+  options: BlobBucketOptions = {},
+): Promise<ObjectStore> {
+  return new Objm(nc).create(BLOB_BUCKET, {
+    storage: StorageType.File,
+    max_bytes: options.maxBytes ?? 4 * 1024 ** 3,
+    ttl: (options.maxAgeMs ?? 20 * 60_000) * 1_000_000,
+  });
+}
+
+/** Opens the blob bucket without creating it (workers read from it). */
+export function openBlobBucket(nc: NatsConnection): Promise<ObjectStore> {
+  return new Objm(nc).open(BLOB_BUCKET);
+}

@@ -1,0 +1,119 @@
+import { randomUUID } from "node:crypto";
+import type { ObjectStore } from "@nats-io/obj";
+import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "@shoal/telemetry";
+import { BlobHeaders, BlobSubjects, OFFLOADER_QUEUE } from "./protocol.js";
+import { Upload } from "./upload.js";
+
+export interface BlobServerOptions {
+  readonly nc: NatsConnection;
+  readonly store: ObjectStore;
+  /** Names this replica's chunk subjects. */
+  readonly offloaderId: string;
+  /** Largest blob accepted. @default 64 MiB */
+  readonly maxBlobBytes?: number;
+  /** Uploads at once; past it new ones are refused. @default 64 */
+  readonly maxUploads?: number;
+  /** An upload that sends nothing for this long is abandoned and discarded, ms. @default 30000 */
+  readonly idleTimeoutMs?: number;
+  readonly logger: Logger;
+}
+
+export interface BlobServer {
+  /** Uploads in progress. */
+  readonly uploads: number;
+  /** Stops taking uploads and waits for those in progress to end. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The offloader's side of the protocol: takes uploads (one Object Store object each) and
+ * deletes blobs on request. Any number of replicas share `open` and `remove` in a queue group;
+ * an upload's chunks come to the replica that opened it.
+ */
+export function serveBlobs(options: BlobServerOptions): BlobServer {
+  const { nc, store, logger } = options;
+  const maxBlobBytes = options.maxBlobBytes ?? 64 * 1024 * 1024;
+  const maxUploads = options.maxUploads ?? 64;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+  const prefix = `${BlobSubjects.chunk}.${options.offloaderId}`;
+  const uploads = new Map<string, { upload: Upload; idle: NodeJS.Timeout }>();
+
+  const refuse = (msg: Msg, reason: string): void => {
+    const hdrs = natsHeaders();
+    hdrs.set(BlobHeaders.error, reason);
+    msg.respond(new Uint8Array(0), { headers: hdrs });
+  };
+
+  const opens = nc.subscribe(BlobSubjects.open, {
+    queue: OFFLOADER_QUEUE,
+    callback: (err, msg) => {
+      if (err !== null) return;
+      const size = Number(msg.headers?.get(BlobHeaders.size) ?? NaN);
+      if (!Number.isSafeInteger(size) || size < 0) {
+        refuse(msg, `${BlobHeaders.size} must be a non-negative integer`);
+        return;
+      }
+      if (size > maxBlobBytes) {
+        refuse(msg, `blob of ${size} bytes is over the ${maxBlobBytes}-byte limit`);
+        return;
+      }
+      if (uploads.size >= maxUploads) {
+        refuse(msg, `blob offloader has ${maxUploads} uploads in progress; retry shortly`);
+        return;
+      }
+      const id = randomUUID();
+      const upload = new Upload(store, id, size);
+      const idle = setTimeout(() => {
+        upload.fail(`upload sent nothing for ${idleTimeoutMs} ms`);
+      }, idleTimeoutMs);
+      uploads.set(id, { upload, idle });
+      void upload.done.finally(() => {
+        clearTimeout(uploads.get(id)?.idle);
+        uploads.delete(id);
+      });
+      const hdrs = natsHeaders();
+      hdrs.set(BlobHeaders.upload, `${prefix}.${id}`);
+      msg.respond(new Uint8Array(0), { headers: hdrs });
+    },
+  });
+
+  const chunks = nc.subscribe(`${prefix}.*`, {
+    callback: (err, msg) => {
+      if (err !== null) return;
+      const id = msg.subject.slice(prefix.length + 1);
+      const entry = uploads.get(id);
+      if (entry === undefined) {
+        refuse(msg, "no such upload (it failed or timed out)");
+        return;
+      }
+      entry.idle.refresh();
+      entry.upload.accept(msg);
+    },
+  });
+
+  const removes = nc.subscribe(BlobSubjects.remove, {
+    queue: OFFLOADER_QUEUE,
+    callback: (err, msg) => {
+      if (err !== null) return;
+      for (const name of msg.string().split("\n")) {
+        if (name === "") continue;
+        store.delete(name).catch((cause: unknown) => {
+          logger.warn({ err: cause, blob: name }, "blob delete failed; the TTL sweep retries");
+        });
+      }
+    },
+  });
+
+  return {
+    get uploads() {
+      return uploads.size;
+    },
+    async stop() {
+      opens.unsubscribe();
+      removes.unsubscribe();
+      await Promise.allSettled([...uploads.values()].map((u) => u.upload.done));
+      chunks.unsubscribe();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import type { ObjectStore } from "@nats-io/obj";
+import type { Logger } from "@shoal/telemetry";
+
+export interface SweeperOptions {
+  readonly store: ObjectStore;
+  /** Blobs older than this are deleted, whoever holds them, ms. */
+  readonly ttlMs: number;
+  /** Time between sweeps, ms. */
+  readonly intervalMs: number;
+  readonly logger: Logger;
+}
+
+/**
+ * Deletes every blob older than its TTL. Blobs are normally deleted as soon as their request
+ * is answered; this catches the ones whose ingress died first or whose delete was lost, so
+ * nothing stays in the store much past the TTL.
+ */
+export async function sweepExpired(
+  store: ObjectStore,
+  ttlMs: number,
+  nowMs: number = Date.now(),
+): Promise<string[]> {
+  const swept: string[] = [];
+  for (const info of await store.list()) {
+    if (info.deleted || nowMs - Date.parse(info.mtime) <= ttlMs) continue;
+    await store.delete(info.name);
+    swept.push(info.name);
+  }
+  return swept;
+}
+
+/** Runs {@link sweepExpired} every `intervalMs` until stopped. */
+export function startSweeper(options: SweeperOptions): { stop(): Promise<void> } {
+  let running: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running
+      .then(async () => {
+        const swept = await sweepExpired(options.store, options.ttlMs);
+        if (swept.length > 0) {
+          options.logger.info({ blobs: swept.length }, "expired blobs swept");
+        }
+      })
+      .catch((err: unknown) => {
+        options.logger.warn({ err }, "blob sweep failed; retrying next interval");
+      });
+  }, options.intervalMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import { randomUUID } from "node:crypto";
+import { ensureBlobBucket, serveBlobs, startSweeper } from "@shoal/blobs";
+import { connectNats, drainOrClose } from "@shoal/jetstream";
+import type { Logger } from "@shoal/telemetry";
+
+export interface BlobOffloaderOptions {
+  readonly natsServers: string | readonly string[];
+  /** Names this replica's upload subjects. @default a random id */
+  readonly offloaderId?: string;
+  /** Largest blob accepted, bytes. @default 64 MiB */
+  readonly maxBlobBytes?: number;
+  /** Bound on all stored blobs together, bytes; set when the bucket is created. @default 4 GiB */
+  readonly storeMaxBytes?: number;
+  /**
+   * Age past which a blob is deleted even though no one asked, ms. Longer than any request's
+   * deadline (ingress caps them at 5 min), so only orphans are swept. @default 600000
+   */
+  readonly ttlMs?: number;
+  /** Time between TTL sweeps, ms. @default 30000 */
+  readonly sweepIntervalMs?: number;
+  /** An upload silent for this long is abandoned, ms. @default 30000 */
+  readonly idleTimeoutMs?: number;
+  readonly logger: Logger;
+}
+
+export interface RunningBlobOffloader {
+  stop(): Promise<void>;
+}
+
+/**
+ * Stores inputs too large for the work queue in the JetStream Object Store while their request
+ * waits, deletes them when ingress says the request is answered, and sweeps those older than
+ * the TTL, so the store never keeps a blob nobody will ask for.
+ */
+export async function run(options: BlobOffloaderOptions): Promise<RunningBlobOffloader> {
+  const { logger } = options;
+  const ttlMs = options.ttlMs ?? 10 * 60_000;
+  const nc = await connectNats(options.natsServers, "shoal-blob-offloader");
+  const store = await ensureBlobBucket(nc, {
+    maxBytes: options.storeMaxBytes,
+    maxAgeMs: 2 * ttlMs,
+  });
+  const server = serveBlobs({
+    nc,
+    store,
+    offloaderId: options.offloaderId ?? randomUUID().slice(0, 8),
+    maxBlobBytes: options.maxBlobBytes,
+    idleTimeoutMs: options.idleTimeoutMs,
+    logger,
+  });
+  const sweeper = startSweeper({
+    store,
+    ttlMs,
+    intervalMs: options.sweepIntervalMs ?? 30_000,
+    logger,
+  });
+  await nc.flush();
+  logger.info({ ttl_ms: ttlMs }, "blob offloader serving");
+  return {
+    async stop() {
+      await server.stop();
+      await sweeper.stop();
+      await drainOrClose(nc);
+    },
+  };
+}

@@ -1,0 +1,402 @@
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import OpenAI, { APIError, BadRequestError, NotFoundError } from "openai";
+import { repoRoot } from "@shoal/testing";
+import { runPytest } from "./support/pytest.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  SMOLLM2,
+  startGenerationCluster,
+  type GenerationCluster,
+} from "./support/generation-cluster.js";
+
+// The official `openai` npm package, unmodified, against a real cluster serving SmolLM2-135M
+// (Q4_1 GGUF) on the real sidecar: chat and completions, streamed and not, and bad input.
+
+let cluster: GenerationCluster;
+let client: OpenAI;
+
+beforeAll(async () => {
+  cluster = await startGenerationCluster();
+  client = new OpenAI({ baseURL: `${cluster.baseUrl}/v1`, apiKey: "unused", maxRetries: 0 });
+}, 360_000);
+
+afterAll(async () => {
+  await cluster.stop();
+});
+
+const MESSAGES = [{ role: "user" as const, content: "Name three colours of the rainbow." }];
+
+async function rejection(call: Promise<unknown>): Promise<unknown> {
+  return call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+describe("chat completions with the openai npm SDK", { timeout: 240_000 }, () => {
+  let greedy = "";
+
+  it("answers a chat, non-streamed, with usage", async () => {
+    const res = await client.chat.completions.create({
+      model: SMOLLM2,
+      messages: MESSAGES,
+      max_tokens: 24,
+      temperature: 0,
+    });
+    expect(res.object).toBe("chat.completion");
+    expect(res.model).toBe(SMOLLM2);
+    expect(res.choices).toHaveLength(1);
+    const choice = res.choices[0];
+    expect(choice?.message.role).toBe("assistant");
+    greedy = choice?.message.content ?? "";
+    expect(greedy.trim()).not.toBe("");
+    expect(["stop", "length"]).toContain(choice?.finish_reason);
+    expect(res.usage?.completion_tokens).toBeGreaterThan(0);
+    expect(res.usage?.completion_tokens).toBeLessThanOrEqual(24);
+    expect(res.usage?.prompt_tokens).toBeGreaterThan(5);
+    expect(res.usage?.total_tokens).toBe(
+      (res.usage?.prompt_tokens ?? 0) + (res.usage?.completion_tokens ?? 0),
+    );
+  });
+
+  it("streams the same greedy text token by token, with usage last", async () => {
+    const stream = await client.chat.completions.create({
+      model: SMOLLM2,
+      messages: MESSAGES,
+      max_tokens: 24,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = "";
+    let contentChunks = 0;
+    let finish: string | null | undefined;
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      expect(chunk.object).toBe("chat.completion.chunk");
+      if (chunk.usage) usage = chunk.usage;
+      const choice = chunk.choices[0];
+      if (choice === undefined) continue;
+      if (choice.delta.content) {
+        text += choice.delta.content;
+        contentChunks++;
+      }
+      if (choice.finish_reason !== null) finish = choice.finish_reason;
+    }
+    expect(text).toBe(greedy);
+    expect(contentChunks).toBeGreaterThan(1);
+    expect(["stop", "length"]).toContain(finish);
+    expect(usage?.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it("delivers the first token before the sequence finishes", async () => {
+    const started = performance.now();
+    const stream = await client.chat.completions.create({
+      model: SMOLLM2,
+      messages: [{ role: "user", content: "Write a long story about a lighthouse keeper." }],
+      max_tokens: 64,
+      temperature: 0,
+      stream: true,
+    });
+    let firstTokenMs: number | undefined;
+    let chunksBeforeLast = 0;
+    for await (const chunk of stream) {
+      if (chunk.choices[0]?.delta.content) {
+        firstTokenMs ??= performance.now() - started;
+        chunksBeforeLast++;
+      }
+    }
+    const totalMs = performance.now() - started;
+    expect(firstTokenMs).toBeDefined();
+    // A ratio, not an absolute time: the answer streamed rather than arriving in one piece.
+    expect(chunksBeforeLast).toBeGreaterThan(8);
+    expect((firstTokenMs ?? totalMs) / totalMs).toBeLessThan(0.5);
+    console.info(
+      `time to first token ${firstTokenMs?.toFixed(0)} ms of ${totalMs.toFixed(0)} ms total (${chunksBeforeLast} chunks)`,
+    );
+  });
+
+  it("ends before a stop string, which is not sent", async () => {
+    const words = greedy.split(/\s+/).filter((w) => w.length >= 3);
+    const stop = words[Math.min(2, words.length - 1)];
+    expect(stop, `greedy text too short to pick a stop word: ${greedy}`).toBeDefined();
+    const res = await client.chat.completions.create({
+      model: SMOLLM2,
+      messages: MESSAGES,
+      max_tokens: 24,
+      temperature: 0,
+      stop: stop ?? "",
+    });
+    const text = res.choices[0]?.message.content ?? "";
+    expect(text).toBe(greedy.slice(0, greedy.indexOf(stop ?? "")));
+    expect(res.choices[0]?.finish_reason).toBe("stop");
+  });
+
+  it("returns n choices, each sampled with its own seed", async () => {
+    const res = await client.chat.completions.create({
+      model: SMOLLM2,
+      messages: MESSAGES,
+      max_tokens: 12,
+      temperature: 1,
+      seed: 7,
+      n: 2,
+    });
+    expect(res.choices.map((c) => c.index)).toEqual([0, 1]);
+    for (const c of res.choices) expect(c.message.content?.trim()).not.toBe("");
+    // Same seed, same answers.
+    const again = await client.chat.completions.create({
+      model: SMOLLM2,
+      messages: MESSAGES,
+      max_tokens: 12,
+      temperature: 1,
+      seed: 7,
+      n: 2,
+    });
+    expect(again.choices.map((c) => c.message.content)).toEqual(
+      res.choices.map((c) => c.message.content),
+    );
+  });
+});
+
+describe("completions with the openai npm SDK", { timeout: 240_000 }, () => {
+  it("completes a prompt, streamed and not, with the same greedy text", async () => {
+    const prompt = "The capital of France is";
+    const res = await client.completions.create({
+      model: SMOLLM2,
+      prompt,
+      max_tokens: 12,
+      temperature: 0,
+    });
+    expect(res.object).toBe("text_completion");
+    const whole = res.choices[0]?.text ?? "";
+    expect(whole).not.toBe("");
+    expect(res.usage?.completion_tokens).toBeGreaterThan(0);
+    const stream = await client.completions.create({
+      model: SMOLLM2,
+      prompt,
+      max_tokens: 12,
+      temperature: 0,
+      stream: true,
+    });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.text ?? "";
+    expect(text).toBe(whole);
+  });
+});
+
+describe("client disconnects", { timeout: 240_000 }, () => {
+  it("stops decoding in the sidecar when the client aborts mid-stream", async () => {
+    const before = await cluster.sidecarStats();
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      {
+        model: SMOLLM2,
+        messages: [{ role: "user", content: "Count from one to one thousand in words." }],
+        max_tokens: 2000,
+        temperature: 0,
+        stream: true,
+      },
+      { signal: controller.signal },
+    );
+    let chunks = 0;
+    await rejection(
+      (async () => {
+        for await (const chunk of stream) {
+          if (chunk.choices[0]?.delta.content && ++chunks >= 3) controller.abort();
+        }
+      })(),
+    );
+    // The sidecar's counters stop moving once the cancel reached it, long before 2000 tokens.
+    const settled = await settledStats(before);
+    expect(settled).toBeLessThan(2000);
+    expect(settled).toBeGreaterThanOrEqual(3);
+    const output = cluster.worker.output();
+    expect(output).toMatch(/generation cancelled/);
+  });
+});
+
+/** Polls the sidecar's generated-token count until two reads a second apart agree. */
+async function settledStats(
+  before: Awaited<ReturnType<GenerationCluster["sidecarStats"]>>,
+): Promise<number> {
+  const tokens = (s: typeof before): number =>
+    s.models
+      .filter((m) => m.family === "generate")
+      .reduce((n, m) => n + (m.generatedTokens ?? 0), 0);
+  let last = -1;
+  for (;;) {
+    const now = await cluster.sidecarStats();
+    const count = tokens(now) - tokens(before);
+    if (count === last) return count;
+    last = count;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+describe("bad input", { timeout: 60_000 }, () => {
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    [
+      "messages of the wrong type",
+      { messages: "hi" },
+      /`messages` is required and must be an array/,
+    ],
+    ["missing messages", {}, /`messages` is required/],
+    ["n beyond the limit", { messages: MESSAGES, n: 9 }, /n must be an integer in 1\.\.8/],
+    [
+      "max_tokens beyond the limit",
+      { messages: MESSAGES, max_tokens: 100_000 },
+      /max_tokens must be/,
+    ],
+    [
+      "a temperature of the wrong type",
+      { messages: MESSAGES, temperature: "hot" },
+      /`temperature` must be a number/,
+    ],
+    ["an unknown role", { messages: [{ role: "wizard", content: "x" }] }, /role must be one of/],
+  ])("refuses %s with 400 in OpenAI's shape", async (_what, body, message) => {
+    const err = await rejection(
+      client.chat.completions.create({ model: SMOLLM2, ...body } as never),
+    );
+    expect(err).toBeInstanceOf(BadRequestError);
+    expect((err as BadRequestError).message).toMatch(message);
+    expect((err as BadRequestError).type).toBe("invalid_request_error");
+  });
+
+  it("refuses an unknown model with 404 naming the models served", async () => {
+    const err = await rejection(
+      client.chat.completions.create({ model: "nope/nope", messages: MESSAGES }),
+    );
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect((err as NotFoundError).message).toContain(SMOLLM2);
+  });
+
+  it("refuses a prompt that does not fit the context with 400 before any stream starts", async () => {
+    const huge = "lorem ipsum dolor sit amet ".repeat(4000);
+    const err = await rejection(
+      client.chat.completions.create({
+        model: SMOLLM2,
+        messages: [{ role: "user", content: huge }],
+        max_tokens: 16,
+        stream: true,
+      }),
+    );
+    expect(err).toBeInstanceOf(APIError);
+    expect((err as APIError).status).toBe(400);
+  });
+});
+
+interface GrpcGenerateResponse {
+  delta: string;
+  finishReason: string;
+  index: number;
+  usage: { inputTokens: number; outputTokens: number } | null;
+}
+interface GenerateStub extends grpc.Client {
+  Generate(
+    req: object,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+  ): grpc.ClientReadableStream<GrpcGenerateResponse>;
+}
+
+/** A stub generated at run time from proto/ by @grpc/grpc-js, as a polyglot client would. */
+function grpcStub(): GenerateStub {
+  const definition = protoLoader.loadSync(
+    join(repoRoot(), "proto", "shoal", "inference", "v1", "inference.proto"),
+    { includeDirs: [join(repoRoot(), "proto")], defaults: true, enums: String },
+  );
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    shoal: { inference: { v1: { InferenceService: grpc.ServiceClientConstructor } } };
+  };
+  return new pkg.shoal.inference.v1.InferenceService(
+    cluster.baseUrl.replace("http://", ""),
+    grpc.credentials.createInsecure(),
+  ) as never;
+}
+
+function collectStream(
+  call: grpc.ClientReadableStream<GrpcGenerateResponse>,
+): Promise<GrpcGenerateResponse[]> {
+  return new Promise((resolve, reject) => {
+    const messages: GrpcGenerateResponse[] = [];
+    call.on("data", (m: GrpcGenerateResponse) => messages.push(m));
+    call.on("error", reject);
+    call.on("end", () => {
+      resolve(messages);
+    });
+  });
+}
+
+describe("Generate with @grpc/grpc-js", { timeout: 240_000 }, () => {
+  it("streams text messages, then the finish and usage", async () => {
+    const stub = grpcStub();
+    try {
+      const messages = await collectStream(
+        stub.Generate(
+          {
+            model: SMOLLM2,
+            chat: { messages: MESSAGES },
+            sampling: { maxTokens: 24, temperature: 0 },
+          },
+          new grpc.Metadata(),
+          { deadline: Date.now() + 120_000 },
+        ),
+      );
+      const last = messages.at(-1);
+      expect(messages.length).toBeGreaterThan(2);
+      expect(["FINISH_REASON_STOP", "FINISH_REASON_LENGTH"]).toContain(last?.finishReason);
+      expect(last?.usage?.outputTokens).toBeGreaterThan(0);
+      const text = messages.map((m) => m.delta).join("");
+      const rest = await client.chat.completions.create({
+        model: SMOLLM2,
+        messages: MESSAGES,
+        max_tokens: 24,
+        temperature: 0,
+      });
+      expect(text).toBe(rest.choices[0]?.message.content);
+    } finally {
+      stub.close();
+    }
+  });
+
+  it("answers DEADLINE_EXCEEDED for a deadline already past", async () => {
+    const stub = grpcStub();
+    try {
+      const err = await collectStream(
+        stub.Generate(
+          { model: SMOLLM2, prompt: "hi", sampling: { maxTokens: 4 } },
+          new grpc.Metadata(),
+          { deadline: Date.now() - 1 },
+        ),
+      ).catch((e: unknown) => e);
+      expect((err as grpc.ServiceError).code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    } finally {
+      stub.close();
+    }
+  });
+
+  it("answers NOT_FOUND for an unknown model and INVALID_ARGUMENT for n beyond the limit", async () => {
+    const stub = grpcStub();
+    try {
+      const call = (req: object): Promise<unknown> =>
+        collectStream(stub.Generate(req, new grpc.Metadata(), {})).catch((e: unknown) => e);
+      const unknown = await call({ model: "nope", prompt: "hi" });
+      expect((unknown as grpc.ServiceError).code).toBe(grpc.status.NOT_FOUND);
+      const tooMany = await call({ model: SMOLLM2, prompt: "hi", n: 9 });
+      expect((tooMany as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
+    } finally {
+      stub.close();
+    }
+  });
+});
+
+describe("Python clients (tools/clients-py/generation)", () => {
+  it("pass pytest: the openai SDK and grpcio against the generator", async () => {
+    const { code, output } = await runPytest(["tools/clients-py/generation"], cluster.baseUrl);
+    expect(code, `pytest exited ${code}:\n${output}`).toBe(0);
+    expect(output, output).toMatch(/\b5 passed\b/);
+    expect(output, output).not.toMatch(/skipped|xfail|xpass|deselected/);
+  }, 300_000);
+});

@@ -1,0 +1,38 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { MissingPrerequisiteError, repoRoot, shoalHome } from "@shoal/testing";
+
+/** The Python of the venv tools/setup/python-clients.sh makes, with `openai` and `grpcio`. */
+export function clientsPython(): string {
+  const venv = process.env["SHOAL_CLIENTS_VENV"] || join(shoalHome(), "venv-clients");
+  const python = join(venv, "bin", "python");
+  if (!existsSync(python)) {
+    throw new MissingPrerequisiteError("Python clients venv", venv, "SHOAL_CLIENTS_VENV");
+  }
+  return python;
+}
+
+/**
+ * Runs pytest on `args` as a child process without blocking this process's event loop, which
+ * serves the in-process ingress the Python clients are talking to.
+ */
+export function runPytest(
+  args: readonly string[],
+  url: string,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(clientsPython(), ["-m", "pytest", ...args, "-q", "--color=no"], {
+      cwd: repoRoot(),
+      env: { ...process.env, SHOAL_URL: url, PYTHONDONTWRITEBYTECODE: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      resolve({ code, output });
+    });
+  });
+}
