@@ -160,15 +160,24 @@ impl LlamaGenerator {
             .map_err(BackendError::Tokenizer)
     }
 
-    /// The logits after reading `tokens` from an empty cache, in one forward pass: what the
-    /// golden tests compare against the reference implementation's.
-    pub fn logits(&self, tokens: &[u32]) -> Result<Vec<f32>, BackendError> {
+    /// Teacher forcing, for the golden tests: the logits after reading `prompt`, then after
+    /// each token of `forced` in turn (fed through the KV cache as decoding does), whatever
+    /// the model would have picked itself. Returns `forced.len() + 1` rows.
+    pub fn teacher_forced_logits(
+        &self,
+        prompt: &[u32],
+        forced: &[u32],
+    ) -> Result<Vec<Vec<f32>>, BackendError> {
         let mut cache = KvCache::default();
-        let mut rows = self.forward(&mut [Chunk {
-            tokens,
-            cache: &mut cache,
-        }])?;
-        Ok(rows.pop().unwrap_or_default())
+        let mut rows = Vec::with_capacity(forced.len() + 1);
+        for tokens in std::iter::once(prompt).chain(forced.chunks(1)) {
+            let mut out = self.forward(&mut [Chunk {
+                tokens,
+                cache: &mut cache,
+            }])?;
+            rows.push(out.pop().unwrap_or_default());
+        }
+        Ok(rows)
     }
 
     fn forward(&self, chunks: &mut [Chunk<'_>]) -> Result<Vec<Vec<f32>>, BackendError> {

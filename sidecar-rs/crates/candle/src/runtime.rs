@@ -62,7 +62,7 @@ impl CandleRuntime {
     /// (the layout model-sources gives a GGUF model, whose tokenizer and chat template live in
     /// its metadata); any other directory is a generator when its `config.json` says `llama`,
     /// and an encoder ([`CandleRuntime::load`]) otherwise.
-    pub fn load_model(&self, path: &Path) -> Result<Box<dyn Backend>, LoadError> {
+    pub fn load_model(&self, path: &Path) -> Result<Box<dyn Backend + Send>, LoadError> {
         if path.is_file() {
             return Ok(Box::new(LlamaGenerator::load_gguf(path, &self.device)?));
         }

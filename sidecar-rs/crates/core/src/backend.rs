@@ -40,7 +40,8 @@ impl std::fmt::Display for ModelFamily {
 ///
 /// Implementations are driven from a single dedicated thread, so methods take `&self` and may
 /// block for as long as the computation takes; they are deliberately not `async`. The trait does
-/// not require `Send`: a backend is created on the thread that runs it and never leaves it.
+/// not require `Sync`: only the thread that runs a backend ever touches it. The sidecar loads
+/// `Backend + Send` values, built on a loading thread and then moved to that thread.
 pub trait Backend {
     /// Which [`ModelFamily`] the model belongs to.
     fn family(&self) -> ModelFamily;

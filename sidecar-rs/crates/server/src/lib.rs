@@ -6,6 +6,8 @@
 mod connection;
 mod error;
 mod frame;
+#[cfg(test)]
+mod fuzz;
 mod generation;
 mod handler;
 mod heads;

@@ -1,8 +1,9 @@
 //! One OS thread per resident model, fed by a bounded channel.
 //!
 //! Inference never runs on the async executor: the socket loop only enqueues a job carrying its
-//! reply channel and trace context, and awaits the reply. The thread owns the backend from
-//! load to unload, so the backend needs neither `Send` nor locks.
+//! reply channel and trace context, and awaits the reply. The backend is built on a loading
+//! thread and moved to the model thread, which owns it until unload: it must be `Send`, and
+//! needs no locks.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -56,8 +57,8 @@ impl LoadSpec {
         }
     }
 
-    /// Builds the backend; runs on the model thread.
-    fn load(self, runtime: &CandleRuntime) -> Result<Box<dyn Backend>, ProtocolError> {
+    /// Builds the backend; runs on the loading thread (see [`load_below_serving`]).
+    fn load(self, runtime: &CandleRuntime) -> Result<Box<dyn Backend + Send>, ProtocolError> {
         match self {
             LoadSpec::Candle { dir } => Ok(runtime.load_model(&dir)?),
             LoadSpec::Sim { dir, params } => {
@@ -169,8 +170,7 @@ pub(crate) async fn start(
         .name(thread_name)
         .spawn(move || {
             let started = Instant::now();
-            let loaded = catch_unwind(AssertUnwindSafe(|| spec.load(&runtime)));
-            let backend = match loaded {
+            let backend = match load_below_serving(&model, spec, &runtime) {
                 Ok(Ok(backend)) => backend,
                 Ok(Err(e)) => {
                     let _ = loaded_tx.send(Err(e));
@@ -221,6 +221,51 @@ pub(crate) async fn start(
         exited_rx,
     ))
 }
+
+/// Niceness of a loading thread: far enough below serving threads (0) that the scheduler gives
+/// a load only the CPU time the resident models leave idle.
+const LOAD_NICE: libc::c_int = 19;
+
+/// Loads `spec` on a thread of its own at [`LOAD_NICE`], so that reading and converting
+/// weights competes as little as possible with the batches of models already serving (on a
+/// CPU sidecar both are CPU work on the same cores). A thread cannot raise its priority back
+/// without privileges, hence a separate thread rather than the model thread itself.
+fn load_below_serving(
+    model: &str,
+    spec: LoadSpec,
+    runtime: &CandleRuntime,
+) -> std::thread::Result<Result<Box<dyn Backend + Send>, ProtocolError>> {
+    std::thread::scope(|scope| {
+        let loading = std::thread::Builder::new()
+            .name(format!("load-{model}"))
+            .spawn_scoped(scope, || {
+                lower_thread_priority();
+                spec.load(runtime)
+            });
+        match loading {
+            Ok(handle) => handle.join(),
+            Err(e) => Ok(Err(ProtocolError::new(
+                ErrorCode::Internal,
+                format!("cannot start a loading thread: {e}"),
+            ))),
+        }
+    })
+}
+
+/// Lowers the calling thread's scheduling priority to [`LOAD_NICE`]; best effort, since a
+/// load at normal priority is still correct.
+#[cfg(target_os = "linux")]
+fn lower_thread_priority() {
+    // SAFETY: neither call takes pointers. On Linux, `PRIO_PROCESS` with a thread id sets the
+    // niceness of that one thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, LOAD_NICE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_thread_priority() {}
 
 /// The model thread's loop: one batch at a time, in arrival order, until every sender is gone.
 fn serve(model: &str, backend: &dyn Backend, counters: &Counters, mut jobs: mpsc::Receiver<Job>) {

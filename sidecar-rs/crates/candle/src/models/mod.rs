@@ -10,8 +10,9 @@ use candle_nn::VarBuilder;
 
 use crate::LoadError;
 
-/// A Transformer encoder: token ids in, one hidden state per token out.
-pub trait Encoder {
+/// A Transformer encoder: token ids in, one hidden state per token out. `Send`, so a backend
+/// built on a loading thread can move to the thread that serves it.
+pub trait Encoder: Send {
     /// `input_ids` and `token_type_ids` are `[batch, seq]` u32; `attention_mask` is `[batch, seq]`
     /// f32 with 1.0 for real tokens and 0.0 for padding. Returns `[batch, seq, hidden]`.
     fn forward(
