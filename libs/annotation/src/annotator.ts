@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { setImmediate } from "node:timers/promises";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
@@ -62,6 +65,23 @@ export class Annotator implements Annotate {
       bucketEdges: options.bucketEdges ?? [16, 32, 64, 128, 256, 512],
       publishTimeoutMs: options.publishTimeoutMs ?? 5000,
     };
+  }
+
+  /**
+   * Loads the tokenizer of every catalog model whose files are already on this machine, and
+   * resolves with how many it loaded. Parsing a tokenizer takes tens of milliseconds of CPU on
+   * the event loop every request shares, so without this the first request for each model
+   * stalls the requests of all the others. Models not fetched yet load on first use.
+   */
+  async preloadTokenizers(): Promise<number> {
+    let loaded = 0;
+    for (const model of this.#options.catalog.models) {
+      if (model.weights === "gguf" || !existsSync(join(model.dir, "tokenizer.json"))) continue;
+      if ((await this.#counter(model)).kind === "exact") loaded++;
+      // One tokenizer per turn of the event loop, so requests already arriving are not held.
+      await setImmediate();
+    }
+    return loaded;
   }
 
   async annotate(request: WorkRequest, parent: Context): Promise<AnnotateResponse> {

@@ -51,6 +51,8 @@ export async function run(options: AnnotatorServiceOptions): Promise<RunningAnno
     partMaxPaddedTokens: options.partMaxPaddedTokens,
     partMaxInputs: options.partMaxInputs,
   });
+  const tokenizers = await annotator.preloadTokenizers();
+  options.logger.info({ tokenizers }, "tokenizers loaded");
   serveAnnotations(nc, annotator, options.logger);
   await nc.flush();
   options.logger.info("annotator serving");

@@ -80,7 +80,9 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       logger,
     });
     await backlog.start();
-    annotator = new Annotator({ catalog, js: jetstream(nc), logger, tracer, backlog });
+    const inProcess = new Annotator({ catalog, js: jetstream(nc), logger, tracer, backlog });
+    logger.info({ tokenizers: await inProcess.preloadTokenizers() }, "tokenizers loaded");
+    annotator = inProcess;
   } else {
     annotator = new RemoteAnnotator({ nc });
   }

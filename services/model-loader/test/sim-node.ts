@@ -96,6 +96,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
     logger,
     tracer: trace.getTracer("t"),
   });
+  await annotator.preloadTokenizers();
   const gateway = await Gateway.start({ nc, catalog, logger, defaultTimeoutMs: 60_000, annotator });
   const streams = await StreamGateway.start({
     nc,
