@@ -1,0 +1,166 @@
+/**
+ * Raw throughput of the sidecar alone (no queue, no worker): the denominator for the cluster's
+ * overhead. One real Candle sidecar with MiniLM-L6-v2 and SmolLM2-135M-Instruct resident:
+ *
+ * - MiniLM: batches that fill a padded-token budget of 1k, 4k and 16k tokens (inputs of
+ *   `--seq` tokens each), sent back to back; tokens/s over the wall time.
+ * - SmolLM2: 1, 4 and 16 sequences generating `--gen-tokens` tokens at once; generated
+ *   tokens/s over the wall time (the sidecar decodes concurrent sequences in one batch).
+ *
+ * Each figure is set beside the CPU's theoretical FP32 limit for the same model: FLOPs per
+ * token (2 per weight of every matmul, plus attention at the context length) times peak
+ * FLOP/s (cores × clock × `--flops-per-cycle`). Writes JSON to `--out`.
+ *
+ *   node --import tsx tools/bench/sidecar-throughput.ts --out sidecar-throughput.json
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { SidecarClient } from "@shoal/sidecar-client";
+import { minilmDir, smollm2Gguf, startSidecar } from "@shoal/testing";
+
+const { values } = parseArgs({
+  options: {
+    budgets: { type: "string", default: "1024,4096,16384" },
+    seq: { type: "string", default: "128" },
+    seconds: { type: "string", default: "10" },
+    concurrency: { type: "string", default: "1,4,16" },
+    "gen-tokens": { type: "string", default: "64" },
+    // Zen 4 (this machine's EPYC) and most AVX2 cores: two 256-bit FMA pipes, 16 fp32 FMAs.
+    "flops-per-cycle": { type: "string", default: "32" },
+    out: { type: "string" },
+  },
+});
+const list = (s: string): number[] => s.split(",").map(Number);
+const seconds = Number(values.seconds);
+const seq = Number(values.seq);
+const genTokens = Number(values["gen-tokens"]);
+
+/** Peak FP32 FLOP/s of the cores this process may use, from the clock /proc/cpuinfo reports. */
+async function peakFlops(): Promise<{
+  cores: number;
+  ghz: number;
+  flops_per_cycle: number;
+  peak_gflops: number;
+}> {
+  const cpuinfo = await readFile("/proc/cpuinfo", "utf8");
+  const mhz = Number(/cpu MHz\s*:\s*([\d.]+)/.exec(cpuinfo)?.[1] ?? NaN);
+  const cores = availableParallelism();
+  const perCycle = Number(values["flops-per-cycle"]);
+  const ghz = mhz / 1000;
+  return { cores, ghz, flops_per_cycle: perCycle, peak_gflops: cores * ghz * perCycle };
+}
+
+/** FLOPs of one token through a BERT encoder at context `ctx`, from its `config.json`. */
+async function bertFlopsPerToken(dir: string, ctx: number): Promise<number> {
+  const c = JSON.parse(await readFile(join(dir, "config.json"), "utf8")) as {
+    hidden_size: number;
+    num_hidden_layers: number;
+    intermediate_size: number;
+  };
+  const h = c.hidden_size;
+  const perLayer = 4 * h * h + 2 * h * c.intermediate_size;
+  // QKᵀ and attention × V: 2·ctx·h multiply-adds per token per layer.
+  return c.num_hidden_layers * (2 * perLayer + 4 * ctx * h);
+}
+
+/**
+ * FLOPs of one generated token of SmolLM2-135M at context `ctx`. Dimensions from the GGUF's
+ * `llama.*` metadata (hidden 576, 30 layers, 9 query and 3 key/value heads of 64, MLP 1536,
+ * vocabulary 49152, output head tied to the embedding).
+ */
+function smollm2FlopsPerToken(ctx: number): number {
+  const [h, layers, kv, mlp, vocab] = [576, 30, 3 * 64, 1536, 49152];
+  const perLayer = 2 * h * h + 2 * h * kv + 3 * h * mlp;
+  return layers * (2 * perLayer + 4 * ctx * h) + 2 * h * vocab;
+}
+
+const sidecar = await startSidecar({ models: { minilm: minilmDir(), smollm2: smollm2Gguf() } });
+const client = await SidecarClient.connect({
+  socketPath: sidecar.socketPath,
+  requestTimeoutMs: 600_000,
+});
+try {
+  const peak = await peakFlops();
+  // "a" is one WordPiece token; with [CLS] and [SEP] an input is exactly `seq` tokens.
+  const text = Array.from({ length: seq - 2 }, () => "a").join(" ");
+  const minilmFlops = await bertFlopsPerToken(minilmDir(), seq);
+  const embed = [];
+  for (const budget of list(values.budgets)) {
+    const inputs = Array.from({ length: Math.max(1, Math.floor(budget / seq)) }, () => text);
+    await client.embed({ model: "minilm", inputs });
+    let tokens = 0;
+    let batches = 0;
+    let computeUs = 0;
+    const started = performance.now();
+    while (performance.now() - started < seconds * 1000) {
+      const r = await client.embed({ model: "minilm", inputs });
+      tokens += r.tokens.reduce((a, b) => a + b, 0);
+      computeUs += r.computeUs;
+      batches++;
+    }
+    const wallS = (performance.now() - started) / 1000;
+    const tokensPerS = tokens / wallS;
+    const limit = (peak.peak_gflops * 1e9) / minilmFlops;
+    embed.push({
+      budget_tokens: budget,
+      inputs_per_batch: inputs.length,
+      batches,
+      tokens_per_s: tokensPerS,
+      compute_share: computeUs / 1e6 / wallS,
+      fp32_limit_tokens_per_s: limit,
+      ratio_to_limit: tokensPerS / limit,
+    });
+  }
+
+  const generate = [];
+  const prompt = "Write a short story about a lighthouse keeper.";
+  for (const n of list(values.concurrency)) {
+    const run = async (): Promise<{ completion: number; prompt: number }> => {
+      const gens = Array.from({ length: n }, (_, i) =>
+        client.generate({
+          model: "smollm2",
+          messages: [{ role: "user", content: prompt }],
+          maxTokens: genTokens,
+          temperature: 0.8,
+          seed: i,
+        }),
+      );
+      const done = await Promise.all(gens.map((g) => g.done));
+      return {
+        completion: done.reduce((a, d) => a + d.completionTokens, 0),
+        prompt: Math.max(...done.map((d) => d.promptTokens)),
+      };
+    };
+    await run();
+    const started = performance.now();
+    const { completion, prompt: promptTokens } = await run();
+    const wallS = (performance.now() - started) / 1000;
+    const tokensPerS = completion / wallS;
+    // The mean context over the generation: the prompt plus half the generated tokens.
+    const limit = (peak.peak_gflops * 1e9) / smollm2FlopsPerToken(promptTokens + genTokens / 2);
+    generate.push({
+      sequences: n,
+      generated_tokens: completion,
+      prompt_tokens: promptTokens,
+      wall_s: wallS,
+      tokens_per_s: tokensPerS,
+      fp32_limit_tokens_per_s: limit,
+      ratio_to_limit: tokensPerS / limit,
+    });
+  }
+
+  const result = {
+    scenario: "sidecar-throughput",
+    cpu: peak,
+    minilm: { seq_tokens: seq, flops_per_token: minilmFlops, seconds, batches: embed },
+    smollm2: { weights: "Q4_1 GGUF", max_tokens: genTokens, runs: generate },
+  };
+  const json = JSON.stringify(result, null, 2);
+  if (values.out === undefined) console.log(json);
+  else await writeFile(values.out, json + "\n");
+} finally {
+  await client.close();
+  await sidecar.stop();
+}
