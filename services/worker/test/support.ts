@@ -31,7 +31,12 @@ export interface Pipeline {
   stop(): Promise<void>;
 }
 
-export async function startPipeline(): Promise<Pipeline> {
+export interface PipelineOptions {
+  /** Requests the gateway holds at once before it refuses more. @default 10000 */
+  readonly maxPending?: number;
+}
+
+export async function startPipeline(options: PipelineOptions = {}): Promise<Pipeline> {
   const nats = await startNatsServer();
   const nc = await connect({ servers: nats.url });
   const jsm = await jetstreamManager(nc);
@@ -43,6 +48,7 @@ export async function startPipeline(): Promise<Pipeline> {
     catalog,
     logger,
     defaultTimeoutMs: 60_000,
+    maxPending: options.maxPending,
     annotator: new Annotator({
       catalog,
       js: jetstream(nc),
