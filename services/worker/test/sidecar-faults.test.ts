@@ -50,7 +50,9 @@ it("answers an item that expired in the queue with DEADLINE_EXCEEDED and never c
   // Everything answered to any ingress, as the worker publishes it.
   const results: WorkResult[] = [];
   const sub = pipeline.nc.subscribe("shoal.reply.v1.>", {
-    callback: (_, msg) => results.push(fromBinary(WorkResultSchema, msg.data)),
+    callback: (_, msg) => {
+      results.push(fromBinary(WorkResultSchema, msg.data));
+    },
   });
   // No worker yet: the item outlives its deadline in the queue.
   const answer = pipeline.gateway
