@@ -6,6 +6,7 @@ import { InferenceService } from "@shoal/proto";
 import { repoRoot, TINY, tinyHeadsCatalogDocument } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGenerationCluster, type GenerationCluster } from "./support/generation-cluster.js";
+import { runPytest } from "./support/pytest.js";
 
 // Rerank, classify and extract through the whole cluster (ingress → annotator → JetStream →
 // worker → real sidecar) with the tiny generated models, checked against the transformers
@@ -195,5 +196,12 @@ describe("POST /v1/extract", { timeout: 120_000 }, () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.DeadlineExceeded);
+  });
+});
+
+describe("Python grpcio client (tools/clients-py/heads)", { timeout: 120_000 }, () => {
+  it("passes pytest: Score and Extract against the reference outputs", async () => {
+    const { code, output } = await runPytest(["tools/clients-py/heads"], cluster.baseUrl);
+    expect(code, `pytest exited ${code}:\n${output}`).toBe(0);
   });
 });
