@@ -12,6 +12,7 @@ import {
 import type { Annotate } from "@shoal/annotation";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import { replySubject } from "@shoal/jetstream";
+import type { ResidencyView } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import {
   DeadlineExceededError,
@@ -24,6 +25,7 @@ import { admit, requestTimeoutMs, subscribeAnswers } from "./admission.js";
 import { PendingRequests, type Assembled, type Held } from "./pending.js";
 import { validateEmbed, validateTokenInputs, type EmbedLimits } from "./validate.js";
 import { fromWorkError } from "./work-errors.js";
+import { refuseUnlessResident } from "./no-wait.js";
 
 export interface GatewayOptions {
   readonly nc: NatsConnection;
@@ -41,6 +43,8 @@ export interface GatewayOptions {
   readonly limits?: Partial<EmbedLimits>;
   /** Stores inputs too large for the queue; without it they are refused by `maxInputChars`. */
   readonly offload?: BlobOffload;
+  /** Where models are resident, for `noWait` calls; without it they wait like any other. */
+  readonly residency?: ResidencyView;
 }
 
 export interface EmbedCall {
@@ -56,6 +60,8 @@ export interface EmbedCall {
   readonly priority?: Priority;
   /** Time the client allows, from its own deadline; clamped to `maxTimeoutMs`. */
   readonly timeoutMs?: number;
+  /** Refuse at once, with a retry hint, when no copy of the model is resident. */
+  readonly noWait?: boolean;
 }
 
 /** Where one request's time went, in microseconds. Parts run in parallel: the slowest counts. */
@@ -149,6 +155,7 @@ export class Gateway {
             this.#limits,
             (i) => oversized[i] === true,
           );
+    refuseUnlessResident(this.#options.nc, this.#options.residency, model, call.noWait);
     admit(this.#pending.size, this.#options.maxPending ?? 10_000, "requests");
     const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#options);
     const blobs =
@@ -223,9 +230,10 @@ export class Gateway {
   async submit(
     model: ModelEntry,
     task: MessageInitShape<typeof WorkRequestSchema>["task"],
-    call: { readonly priority?: Priority; readonly timeoutMs?: number },
+    call: { readonly priority?: Priority; readonly timeoutMs?: number; readonly noWait?: boolean },
     ctx: Context,
   ): Promise<{ requestId: string; assembled: Assembled }> {
+    refuseUnlessResident(this.#options.nc, this.#options.residency, model, call.noWait);
     admit(this.#pending.size, this.#options.maxPending ?? 10_000, "requests");
     const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#options);
     const requestId = randomUUID();

@@ -26,6 +26,8 @@ export interface GenerateCall {
   readonly priority?: Priority;
   /** Time the client allows until generation starts; clamped to `maxTimeoutMs`. */
   readonly timeoutMs?: number;
+  /** Refuse at once, with a retry hint, when no copy of the model is resident. */
+  readonly noWait?: boolean;
 }
 
 /** Limits a generation request must respect, checked before anything is queued. */

@@ -24,6 +24,8 @@ interface Common {
   readonly truncate?: boolean;
   readonly priority?: Priority;
   readonly timeoutMs?: number;
+  /** Refuse at once, with a retry hint, when no copy of the model is resident. */
+  readonly noWait?: boolean;
 }
 
 export interface RerankCall extends Common {

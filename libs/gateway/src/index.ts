@@ -33,3 +33,4 @@ export type {
   RerankCall,
   RerankOutcome,
 } from "./heads.js";
+export { ModelLoadingError, refuseUnlessResident } from "./no-wait.js";

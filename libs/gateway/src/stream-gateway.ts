@@ -12,6 +12,7 @@ import {
   type StreamControl,
   type StreamEvent,
 } from "@shoal/proto";
+import type { ResidencyView } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import { UnavailableError } from "./errors.js";
 import {
@@ -23,6 +24,7 @@ import {
 import { admit, requestTimeoutMs, subscribeAnswers } from "./admission.js";
 import { GenerationStream } from "./generation-stream.js";
 import { fromWorkError } from "./work-errors.js";
+import { refuseUnlessResident } from "./no-wait.js";
 
 export interface StreamGatewayOptions {
   readonly nc: NatsConnection;
@@ -45,6 +47,8 @@ export interface StreamGatewayOptions {
   /** Silence after which a started stream is given up (worker gone). @default 60000 */
   readonly idleTimeoutMs?: number;
   readonly limits?: Partial<GenerateLimits>;
+  /** Where models are resident, for `noWait` calls; without it they wait like any other. */
+  readonly residency?: ResidencyView;
 }
 
 /** A generation that has started: its first event has arrived. */
@@ -123,6 +127,7 @@ export class StreamGateway {
     signal?: AbortSignal,
   ): Promise<StartedGeneration> {
     const model = validateGenerate(this.#o.catalog, call, this.#limits);
+    refuseUnlessResident(this.#o.nc, this.#o.residency, model, call.noWait);
     admit(this.#streams.size, this.#o.maxStreams ?? 1000, "generations");
     const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#o);
     const requestId = randomUUID();

@@ -48,3 +48,6 @@ export {
   HEARTBEAT_PREFIX,
   heartbeatSubject,
 } from "./control.js";
+export type { Availability } from "./view.js";
+export { ResidencyView } from "./view.js";
+export { modelOfWant, WANT_PREFIX, wantSubject } from "./want.js";

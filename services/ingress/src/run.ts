@@ -19,6 +19,7 @@ import { followNatsStatus, ServingStatus } from "./connect/serving-status.js";
 import { blobOffload } from "./blob-offload.js";
 import { listenDual } from "./listen.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
+import { ResidencyView } from "@shoal/residency";
 
 export interface IngressOptions {
   readonly natsServers: string | readonly string[];
@@ -86,6 +87,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   } else {
     annotator = new RemoteAnnotator({ nc });
   }
+  const residency = await ResidencyView.start(nc, logger);
   const gateway = await Gateway.start({
     nc,
     annotator,
@@ -94,6 +96,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     defaultTimeoutMs: options.defaultTimeoutMs,
     maxPending: options.maxPending,
     offload: blobOffload(nc, options.offloadThresholdBytes ?? 1024 * 1024, tracer),
+    residency,
   });
   const streams = await StreamGateway.start({
     nc,
@@ -101,6 +104,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     catalog,
     logger,
     defaultTimeoutMs: options.defaultTimeoutMs,
+    residency,
   });
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const connectHandler = connectNodeAdapter({
@@ -135,6 +139,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       await server.close(options.shutdownGraceMs ?? 10_000);
       await gateway.close();
       streams.close();
+      residency.stop();
       backlog?.stop();
       await drainOrClose(nc);
     },

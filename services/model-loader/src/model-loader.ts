@@ -51,6 +51,9 @@ const UNKNOWN_MODEL_BYTES = 512 * 1024 ** 2;
 /** Load time assumed before one is measured. */
 const UNKNOWN_LOAD_MS = 2000;
 
+/** How long a want counts as pending work: a client's retries are seconds apart. */
+const WANT_MS = 30_000;
+
 /**
  * One node's placement loop: samples demand and the workers' memory, asks the policy what to
  * do, carries its actions out (fetch → evict → load, or unload), and publishes the result.
@@ -68,6 +71,8 @@ export class ModelLoader {
   readonly #waitingSince = new Map<string, number>();
   readonly #status = new Map<string, ModelStatus>();
   readonly #actions = new Set<Promise<void>>();
+  /** Demand from refused no-wait requests, by model key: counted as pending until then. */
+  readonly #wantedUntil = new Map<string, number>();
 
   constructor(deps: ModelLoaderDeps) {
     this.#d = deps;
@@ -86,6 +91,16 @@ export class ModelLoader {
     return this.#status.get(model) ?? { state: "cold" };
   }
 
+  /**
+   * Records that a client wants `model` without having queued work for it (ingress refused a
+   * no-wait request while no copy was resident): for {@link WANT_MS} it counts as one pending
+   * item, so the model is loaded as queued work would have it loaded, and kept while the
+   * client retries. Unknown keys are ignored.
+   */
+  want(model: string, now = performance.now()): void {
+    if (this.#d.catalog.byKey(model) !== undefined) this.#wantedUntil.set(model, now + WANT_MS);
+  }
+
   /** Waits for the actions under way, for shutdown. */
   async settle(): Promise<void> {
     await Promise.all(this.#actions);
@@ -100,7 +115,12 @@ export class ModelLoader {
         this.#d.kv.removeReplica(r.model, r.worker);
       }
       const keys = this.#d.catalog.models.map((m) => m.key);
-      this.#meter.sample(keys, await this.#queued(), this.#d.registry.itemsByModel(), now);
+      const queued = await this.#queued();
+      for (const [model, until] of this.#wantedUntil) {
+        if (now > until) this.#wantedUntil.delete(model);
+        else queued.set(model, Math.max(1, queued.get(model) ?? 0));
+      }
+      this.#meter.sample(keys, queued, this.#d.registry.itemsByModel(), now);
       const snapshot = {
         nowMs: now,
         models: this.#d.catalog.models.map((m) => this.#demandOf(m, now)),

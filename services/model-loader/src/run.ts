@@ -16,6 +16,8 @@ import {
   compileResidencyPolicyOptions,
   decodeHeartbeat,
   heartbeatSubject,
+  modelOfWant,
+  WANT_PREFIX,
   type ResidencyPolicyOptions,
 } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
@@ -123,6 +125,14 @@ export async function run(options: ModelLoaderOptions): Promise<RunningModelLoad
     }
   })();
 
+  // Every node's loader hears every want: each may place the model on its own workers.
+  const wants = nc.subscribe(`${WANT_PREFIX}.*`, {
+    callback: (_, msg) => {
+      const model = modelOfWant(msg.subject);
+      if (model !== undefined) loader.want(model);
+    },
+  });
+
   let stopping = false;
   let round: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {
@@ -158,6 +168,7 @@ export async function run(options: ModelLoaderOptions): Promise<RunningModelLoad
         });
       });
       sub.unsubscribe();
+      wants.unsubscribe();
       await drainOrClose(nc);
       logger.info("model-loader stopped");
     },

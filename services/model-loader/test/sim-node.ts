@@ -8,7 +8,7 @@ import { Annotator } from "@shoal/annotation";
 import { compileCatalog, type Catalog } from "@shoal/config";
 import { Gateway, StreamGateway } from "@shoal/gateway";
 import type { EnsureModelOptions } from "@shoal/model-sources";
-import { RESIDENCY_BUCKET, type ResidencyPolicyOptions } from "@shoal/residency";
+import { RESIDENCY_BUCKET, ResidencyView, type ResidencyPolicyOptions } from "@shoal/residency";
 import { createLogger } from "@shoal/telemetry";
 import {
   minilmDir,
@@ -97,13 +97,22 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
     tracer: trace.getTracer("t"),
   });
   await annotator.preloadTokenizers();
-  const gateway = await Gateway.start({ nc, catalog, logger, defaultTimeoutMs: 60_000, annotator });
+  const residency = await ResidencyView.start(nc, logger);
+  const gateway = await Gateway.start({
+    nc,
+    catalog,
+    logger,
+    defaultTimeoutMs: 60_000,
+    annotator,
+    residency,
+  });
   const streams = await StreamGateway.start({
     nc,
     catalog,
     logger,
     defaultTimeoutMs: 60_000,
     annotator,
+    residency,
   });
   const workers: ServiceHandle[] = [];
   for (let i = 1; i <= options.workers; i++) {
@@ -146,6 +155,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
       for (const w of workers) await w.stop();
       await gateway.close();
       streams.close();
+      residency.stop();
       await nc.close();
       await nats.stop();
     },

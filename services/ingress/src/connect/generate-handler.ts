@@ -11,6 +11,7 @@ import {
 import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { traced } from "../traced.js";
+import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 
 export interface GenerateHandlerContext {
   readonly streams: StreamGateway;
@@ -66,7 +67,15 @@ export async function* generate(
       "ingress.Generate",
       { get: (name) => ctx.requestHeader.get(name) ?? undefined, set: () => undefined },
       { "rpc.method": "Generate", "shoal.model": req.model },
-      (traceCtx) => gc.streams.generate(generateCall(req, ctx.timeoutMs()), traceCtx, ctx.signal),
+      (traceCtx) =>
+        gc.streams.generate(
+          {
+            ...generateCall(req, ctx.timeoutMs()),
+            noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
+          },
+          traceCtx,
+          ctx.signal,
+        ),
     );
   } catch (err) {
     throw connectError(gc, err);

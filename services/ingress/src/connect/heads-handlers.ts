@@ -13,6 +13,7 @@ import {
 import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { traced } from "../traced.js";
+import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 
 export interface HeadsHandlerContext {
   readonly gateway: Gateway;
@@ -52,6 +53,7 @@ export async function score(
             truncate: req.truncate ?? true,
             priority: req.priority,
             timeoutMs: ctx.timeoutMs(),
+            noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
           },
           traceCtx,
         ),
@@ -88,6 +90,7 @@ export async function extractHandler(
             truncate: req.truncate ?? true,
             priority: req.priority,
             timeoutMs: ctx.timeoutMs(),
+            noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
           },
           traceCtx,
         ),

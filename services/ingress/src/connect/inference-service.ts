@@ -19,6 +19,7 @@ import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
 import { generate } from "./generate-handler.js";
 import { extractHandler, score } from "./heads-handlers.js";
+import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 
 export interface ConnectContext {
   readonly gateway: Gateway;
@@ -74,6 +75,7 @@ async function embed(
             truncate: req.truncate ?? true,
             priority: req.priority,
             timeoutMs: ctx.timeoutMs(),
+            noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
           },
           traceCtx,
         ),

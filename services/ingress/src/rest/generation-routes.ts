@@ -19,6 +19,7 @@ import {
 } from "./openai-generate-request.js";
 import { sendBody, type HttpResponse } from "./respond.js";
 import { SseWriter } from "./sse.js";
+import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 
 export interface GenerationRouteContext {
   readonly streams: StreamGateway;
@@ -72,7 +73,11 @@ async function generate(
       res.once("close", () => {
         gone.abort();
       });
-      const started = await rc.streams.generate(request.call, ctx, gone.signal);
+      const started = await rc.streams.generate(
+        { ...request.call, noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]) },
+        ctx,
+        gone.signal,
+      );
       const head: ResponseHead = {
         id: `${api === "chat" ? "chatcmpl" : "cmpl"}-${started.requestId}`,
         created: Math.floor(Date.now() / 1000),

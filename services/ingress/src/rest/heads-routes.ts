@@ -3,6 +3,7 @@ import { extract, InvalidArgumentError, rerank, type Gateway } from "@shoal/gate
 import { traced } from "../traced.js";
 import { readRequest, type HttpRequest } from "./body.js";
 import { sendBody, type HttpResponse } from "./respond.js";
+import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 
 export interface HeadsRouteContext {
   readonly gateway: Gateway;
@@ -82,7 +83,13 @@ export async function rerankRoute(
   if (typeof returnDocuments !== "boolean") {
     throw new InvalidArgumentError("`return_documents` must be a boolean");
   }
-  const call = { model: model(b), query, documents: docs, truncate: truncate(b) };
+  const call = {
+    model: model(b),
+    query,
+    documents: docs,
+    truncate: truncate(b),
+    noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]),
+  };
   const outcome = await traced(
     rc.tracer,
     "ingress.rerank",
@@ -129,7 +136,12 @@ export async function extractRoute(
       "`input` is required and must be a string or an array of strings",
     );
   }
-  const call = { model: model(b), inputs, truncate: truncate(b) };
+  const call = {
+    model: model(b),
+    inputs,
+    truncate: truncate(b),
+    noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]),
+  };
   const outcome = await traced(
     rc.tracer,
     "ingress.extract",

@@ -9,6 +9,7 @@ import { chatCompletions, completions } from "./generation-routes.js";
 import { extractRoute, rerankRoute } from "./heads-routes.js";
 import { embeddingsResponse, outputWidth, parseEmbeddingsRequest } from "./openai-embeddings.js";
 import { responseFormat, sendBody, sendError, type HttpResponse } from "./respond.js";
+import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 
 export interface RestContext {
   readonly gateway: Gateway;
@@ -94,7 +95,8 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
       "shoal.model": model.id,
       "shoal.inputs": request.call.inputs.length,
     },
-    (ctx) => rc.gateway.embed(request.call, ctx),
+    (ctx) =>
+      rc.gateway.embed({ ...request.call, noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]) }, ctx),
   );
   // MessagePack carries the float32 bytes themselves unless the client asked for base64.
   const encoding =
