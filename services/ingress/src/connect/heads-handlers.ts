@@ -13,7 +13,7 @@ import {
 import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { traced } from "../traced.js";
-import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
+import { callOptions } from "./call-options.js";
 
 export interface HeadsHandlerContext {
   readonly gateway: Gateway;
@@ -50,10 +50,7 @@ export async function score(
             model: req.model,
             query: req.query,
             documents: req.documents,
-            truncate: req.truncate ?? true,
-            priority: req.priority,
-            timeoutMs: ctx.timeoutMs(),
-            noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
+            ...callOptions(req, ctx),
           },
           traceCtx,
         ),
@@ -87,10 +84,7 @@ export async function extractHandler(
           {
             model: req.model,
             inputs: req.inputs,
-            truncate: req.truncate ?? true,
-            priority: req.priority,
-            timeoutMs: ctx.timeoutMs(),
-            noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
+            ...callOptions(req, ctx),
           },
           traceCtx,
         ),

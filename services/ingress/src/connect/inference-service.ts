@@ -19,7 +19,7 @@ import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
 import { generate } from "./generate-handler.js";
 import { extractHandler, score } from "./heads-handlers.js";
-import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
+import { callOptions } from "./call-options.js";
 
 export interface ConnectContext {
   readonly gateway: Gateway;
@@ -72,10 +72,7 @@ async function embed(
           {
             model: req.model,
             inputs: req.inputs,
-            truncate: req.truncate ?? true,
-            priority: req.priority,
-            timeoutMs: ctx.timeoutMs(),
-            noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
+            ...callOptions(req, ctx),
           },
           traceCtx,
         ),
