@@ -90,14 +90,22 @@ describe("parseSafetensorsHeader", () => {
     list: readonly { name: string; dtype: readonly [string, number]; shape: number[] }[],
   ) => {
     let offset = 0;
-    const header: Record<string, unknown> = {};
+    const entries: [string, unknown][] = [];
     for (const { name, dtype, shape } of list) {
       const bytes = dtype[1] * shape.reduce((a, b) => a * b, 1);
-      header[name] = { dtype: dtype[0], shape, data_offsets: [offset, offset + bytes] };
+      entries.push([name, { dtype: dtype[0], shape, data_offsets: [offset, offset + bytes] }]);
       offset += bytes;
     }
-    return { header, dataBytes: offset };
+    // fromEntries, not assignment: a tensor named `__proto__` must be an own key, as in a file.
+    return { header: Object.fromEntries(entries), dataBytes: offset };
   };
+
+  it("reads a tensor named __proto__ as a tensor, like any other name", () => {
+    const { header, dataBytes } = layout([{ name: "__proto__", dtype: ["U8", 1], shape: [] }]);
+    expect(parseSafetensorsHeader(utf8(header), dataBytes).tensors.map((t) => t.name)).toEqual([
+      "__proto__",
+    ]);
+  });
 
   it("round-trips any contiguous layout", () => {
     fc.assert(
