@@ -5,7 +5,8 @@
  * - MiniLM: batches that fill a padded-token budget of 1k, 4k and 16k tokens (inputs of
  *   `--seq` tokens each), sent back to back; tokens/s over the wall time.
  * - SmolLM2: 1, 4 and 16 sequences generating `--gen-tokens` tokens at once; generated
- *   tokens/s over the wall time (the sidecar decodes concurrent sequences in one batch).
+ *   tokens/s over the wall time (the sidecar decodes concurrent sequences in one batch). Once
+ *   with the GGUF's Q4_1 weights as stored, once loaded with `dequantize` (f32 matrices).
  *
  * Each figure is set beside the CPU's theoretical FP32 limit for the same model: FLOPs per
  * token (2 per weight of every matmul, plus attention at the context length) times peak
@@ -27,8 +28,8 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "10" },
     concurrency: { type: "string", default: "1,4,16" },
     "gen-tokens": { type: "string", default: "64" },
-    // Zen 4 (this machine's EPYC) and most AVX2 cores: two 256-bit FMA pipes, 16 fp32 FMAs.
-    "flops-per-cycle": { type: "string", default: "32" },
+    // Default: from /proc/cpuinfo (see flopsPerCycle).
+    "flops-per-cycle": { type: "string" },
     out: { type: "string" },
   },
 });
@@ -36,6 +37,16 @@ const list = (s: string): number[] => s.split(",").map(Number);
 const seconds = Number(values.seconds);
 const seq = Number(values.seq);
 const genTokens = Number(values["gen-tokens"]);
+
+/**
+ * FP32 FLOPs one core can retire per cycle: Intel cores with AVX-512 (Xeon Scalable) have two
+ * 512-bit FMA pipes, 32 FMAs; Zen 4 runs AVX-512 on two 256-bit pipes, and AVX2 cores have two
+ * 256-bit pipes: 16 FMAs. One FMA is two FLOPs.
+ */
+function flopsPerCycle(cpuinfo: string): number {
+  const flags = new Set(/^flags\s*:\s*(.*)$/m.exec(cpuinfo)?.[1]?.split(" ") ?? []);
+  return cpuinfo.includes("GenuineIntel") && flags.has("avx512f") ? 64 : 32;
+}
 
 /** Peak FP32 FLOP/s of the cores this process may use, from the clock /proc/cpuinfo reports. */
 async function peakFlops(): Promise<{
@@ -47,7 +58,7 @@ async function peakFlops(): Promise<{
   const cpuinfo = await readFile("/proc/cpuinfo", "utf8");
   const mhz = Number(/cpu MHz\s*:\s*([\d.]+)/.exec(cpuinfo)?.[1] ?? NaN);
   const cores = availableParallelism();
-  const perCycle = Number(values["flops-per-cycle"]);
+  const perCycle = Number(values["flops-per-cycle"] ?? flopsPerCycle(cpuinfo));
   const ghz = mhz / 1000;
   return { cores, ghz, flops_per_cycle: perCycle, peak_gflops: cores * ghz * perCycle };
 }
@@ -114,48 +125,57 @@ try {
     });
   }
 
-  const generate = [];
-  const prompt = "Write a short story about a lighthouse keeper.";
-  for (const n of list(values.concurrency)) {
-    const run = async (): Promise<{ completion: number; prompt: number }> => {
-      const gens = Array.from({ length: n }, (_, i) =>
-        client.generate({
-          model: "smollm2",
-          messages: [{ role: "user", content: prompt }],
-          maxTokens: genTokens,
-          temperature: 0.8,
-          seed: i,
-        }),
-      );
-      const done = await Promise.all(gens.map((g) => g.done));
-      return {
-        completion: done.reduce((a, d) => a + d.completionTokens, 0),
-        prompt: Math.max(...done.map((d) => d.promptTokens)),
+  /** Generated tokens/s of `model` at each concurrency of `--concurrency`. */
+  const generateRuns = async (model: string): Promise<Record<string, number>[]> => {
+    const runs = [];
+    const prompt = "Write a short story about a lighthouse keeper.";
+    for (const n of list(values.concurrency)) {
+      const run = async (): Promise<{ completion: number; prompt: number }> => {
+        const gens = Array.from({ length: n }, (_, i) =>
+          client.generate({
+            model,
+            messages: [{ role: "user", content: prompt }],
+            maxTokens: genTokens,
+            temperature: 0.8,
+            seed: i,
+          }),
+        );
+        const done = await Promise.all(gens.map((g) => g.done));
+        return {
+          completion: done.reduce((a, d) => a + d.completionTokens, 0),
+          prompt: Math.max(...done.map((d) => d.promptTokens)),
+        };
       };
-    };
-    await run();
-    const started = performance.now();
-    const { completion, prompt: promptTokens } = await run();
-    const wallS = (performance.now() - started) / 1000;
-    const tokensPerS = completion / wallS;
-    // The mean context over the generation: the prompt plus half the generated tokens.
-    const limit = (peak.peak_gflops * 1e9) / smollm2FlopsPerToken(promptTokens + genTokens / 2);
-    generate.push({
-      sequences: n,
-      generated_tokens: completion,
-      prompt_tokens: promptTokens,
-      wall_s: wallS,
-      tokens_per_s: tokensPerS,
-      fp32_limit_tokens_per_s: limit,
-      ratio_to_limit: tokensPerS / limit,
-    });
-  }
+      await run();
+      const started = performance.now();
+      const { completion, prompt: promptTokens } = await run();
+      const wallS = (performance.now() - started) / 1000;
+      const tokensPerS = completion / wallS;
+      // The mean context over the generation: the prompt plus half the generated tokens.
+      const limit = (peak.peak_gflops * 1e9) / smollm2FlopsPerToken(promptTokens + genTokens / 2);
+      runs.push({
+        sequences: n,
+        generated_tokens: completion,
+        prompt_tokens: promptTokens,
+        wall_s: wallS,
+        tokens_per_s: tokensPerS,
+        fp32_limit_tokens_per_s: limit,
+        ratio_to_limit: tokensPerS / limit,
+      });
+    }
+    return runs;
+  };
+  const quantized = await generateRuns("smollm2");
+  await client.unload("smollm2");
+  await client.load("smollm2-f32", smollm2Gguf(), { dequantize: true });
+  const dequantized = await generateRuns("smollm2-f32");
 
   const result = {
     scenario: "sidecar-throughput",
     cpu: peak,
     minilm: { seq_tokens: seq, flops_per_token: minilmFlops, seconds, batches: embed },
-    smollm2: { weights: "Q4_1 GGUF", max_tokens: genTokens, runs: generate },
+    smollm2: { weights: "Q4_1 GGUF", max_tokens: genTokens, runs: quantized },
+    smollm2_dequantized: { weights: "Q4_1 GGUF as f32", max_tokens: genTokens, runs: dequantized },
   };
   const json = JSON.stringify(result, null, 2);
   if (values.out === undefined) console.log(json);

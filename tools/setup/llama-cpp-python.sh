@@ -3,11 +3,15 @@
 # $SHOAL_HOME/venv-llama), outside the clone. The sidecar's `openai` backend is tested against
 # it (sidecar-rs/crates/openai), and the SmolLM2 reference script reads the GGUF with it.
 #
-# PyPI ships llama-cpp-python as an sdist only, so pip compiles llama.cpp for this CPU the first
-# time (38 minutes measured on two heavily shared cores); pip's wheel cache then makes a fresh
-# venv take about two minutes.
-# Idempotent: a stamp inside the venv holds the sha256 of the requirements file, and the step
-# is cached while it matches.
+# PyPI ships llama-cpp-python as an sdist only, so pip compiles llama.cpp (between 3½ and 38
+# minutes measured on two shared cores, depending on the machine).
+#
+# llama.cpp is built for plain AVX2, not for the CPU it happens to be built on: its native
+# build on a Sapphire Rapids VM turns on the AMX matmul kernels, which crashed the server
+# (SIGSEGV) on the first prompt of more than one token. pip's wheel cache would reuse a wheel
+# built with other flags, so this build skips it.
+# Idempotent: a stamp inside the venv holds the sha256 of the requirements file and the build
+# flags, and the step is cached while it matches.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,7 +20,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 requirements="${here}/llama-cpp-python-requirements.txt"
 stamp="${SHOAL_LLAMA_VENV}/.shoal-requirements.sha256"
-want="$(sha256sum "${requirements}" | cut -d' ' -f1)"
+cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+want="$({ cat "${requirements}"; echo "${cmake_args}"; } | sha256sum | cut -d' ' -f1)"
 
 if [[ -x "${SHOAL_LLAMA_PYTHON}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
   setup_cached "llama-cpp-python already installed in ${SHOAL_LLAMA_VENV}"
@@ -31,8 +36,8 @@ command -v c++ >/dev/null || {
 python3 -m venv --clear "${SHOAL_LLAMA_VENV}"
 # The build parallelism follows the machine's shared budget rather than every core; the
 # wheels of llama-cpp-python's pure-Python dependencies come from PyPI as binaries.
-CMAKE_BUILD_PARALLEL_LEVEL="${SHOAL_BUILD_JOBS}" "${SHOAL_LLAMA_PYTHON}" -m pip install \
-  --quiet --disable-pip-version-check -r "${requirements}"
+CMAKE_ARGS="${cmake_args}" CMAKE_BUILD_PARALLEL_LEVEL="${SHOAL_BUILD_JOBS}" "${SHOAL_LLAMA_PYTHON}" -m pip install \
+  --quiet --disable-pip-version-check --no-cache-dir -r "${requirements}"
 # The stamp goes only after a successful install, so an interrupted run starts over.
 echo "${want}" >"${stamp}"
 echo "llama-cpp-python installed in ${SHOAL_LLAMA_VENV}"

@@ -157,7 +157,7 @@ describe("SidecarClient requests", () => {
     ]);
   });
 
-  it("sends load's backend and sim options in the protocol's snake_case", async () => {
+  it("sends load's backend, sim and dequantize options in the protocol's snake_case", async () => {
     peer.onRequest = (req, p) => {
       p.send({
         id: req.id,
@@ -186,7 +186,8 @@ describe("SidecarClient requests", () => {
     ).resolves.toMatchObject({ model: "fake", dim: 32, memoryBytes: 5_000_000_000 });
     await client.load("partial", "/models/m", { backend: "sim", sim: { fixedUs: 10 } });
     await client.load("plain", "/models/m");
-    const [full, partial, plain] = peer.requests;
+    await client.load("f32", "/models/m.gguf", { dequantize: true });
+    const [full, partial, plain, f32] = peer.requests;
     expect(full).toEqual({
       id: 1,
       op: "load",
@@ -207,6 +208,7 @@ describe("SidecarClient requests", () => {
     expect(partial?.sim).toEqual({ fixed_us: 10 });
     expect(Object.keys((partial?.sim as object | undefined) ?? {})).toEqual(["fixed_us"]);
     expect(Object.keys(plain ?? {}).sort()).toEqual(["id", "model", "op", "path"]);
+    expect(f32).toEqual({ id: 4, op: "load", model: "f32", path: "/models/m.gguf", dequantize: true });
   });
 
   it("accepts the sim backend in health", async () => {

@@ -108,6 +108,11 @@ export interface LoadOptions extends CallOptions {
   readonly backend?: LoadBackend;
   /** Simulated-model parameters; only valid when the model is loaded on `sim`. */
   readonly sim?: SimLoadOptions;
+  /**
+   * Candle only: expand a GGUF generator's quantized matrices to f32 at load (about 6× the
+   * memory of Q4_1; transformers' numerics instead of llama.cpp's).
+   */
+  readonly dequantize?: boolean;
 }
 
 /** The wire form of {@link SimLoadOptions}: snake_case keys, unset fields left out. */
@@ -263,6 +268,7 @@ export class SidecarClient {
       path,
       backend: options?.backend,
       sim: options?.sim === undefined ? undefined : simFields(options.sim),
+      dequantize: options?.dequantize,
     };
     return parseLoad(await this.#request("load", fields, options));
   }

@@ -18,7 +18,7 @@ use shoal_sidecar_core::{
 use crate::LoadError;
 use crate::detokenize::Utf8Stream;
 use crate::gguf::Gguf;
-use crate::models::llama::{Chunk, KvCache, Llama};
+use crate::models::llama::{Chunk, GgufWeightMode, KvCache, Llama};
 use crate::sampling::{Rng, sample};
 use crate::vocab::Vocab;
 use crate::weights::CountedSafetensors;
@@ -69,8 +69,13 @@ enum Outcome {
 }
 
 impl LlamaGenerator {
-    /// Loads a GGUF file (`general.architecture` must be `llama`).
-    pub fn load_gguf(path: &Path, device: &Device) -> Result<Self, LoadError> {
+    /// Loads a GGUF file (`general.architecture` must be `llama`), its matrices held as `mode`
+    /// says.
+    pub fn load_gguf(
+        path: &Path,
+        device: &Device,
+        mode: GgufWeightMode,
+    ) -> Result<Self, LoadError> {
         let mut gguf = Gguf::open(path)?;
         let architecture = gguf.str("general.architecture")?;
         if architecture != "llama" {
@@ -80,7 +85,7 @@ impl LlamaGenerator {
             )));
         }
         let vocab = Vocab::from_gguf(&gguf)?;
-        let (model, memory_bytes) = Llama::from_gguf(&mut gguf, device)?;
+        let (model, memory_bytes) = Llama::from_gguf(&mut gguf, device, mode)?;
         Self::new(model, vocab, memory_bytes)
     }
 

@@ -4,11 +4,20 @@ use candle_core::Device;
 use shoal_sidecar_core::{Backend, DeviceSpec};
 
 use crate::generator::LlamaGenerator;
+use crate::models::llama::GgufWeightMode;
 use crate::sentence_transformers::read_json;
 use crate::{CandleBackend, LoadError};
 
 /// The weights file of a model directory in GGUF layout (`libs/model-sources` names it so).
 const GGUF_FILE: &str = "model.gguf";
+
+/// How one model is loaded, beyond where its files are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// A GGUF model's matrices: quantized as stored (the default) or expanded to f32.
+    /// Safetensors weights are always computed in f32, so this changes nothing for them.
+    pub gguf_weights: GgufWeightMode,
+}
 
 /// The device every model of one sidecar runs on. Created once at start so that a missing GPU
 /// fails the process before it reports ready, and so that all models share one CUDA context.
@@ -62,17 +71,20 @@ impl CandleRuntime {
     /// (the layout model-sources gives a GGUF model, whose tokenizer and chat template live in
     /// its metadata); any other directory is a generator when its `config.json` says `llama`,
     /// and an encoder ([`CandleRuntime::load`]) otherwise.
-    pub fn load_model(&self, path: &Path) -> Result<Box<dyn Backend + Send>, LoadError> {
+    pub fn load_model(
+        &self,
+        path: &Path,
+        options: LoadOptions,
+    ) -> Result<Box<dyn Backend + Send>, LoadError> {
+        let gguf =
+            |file: &Path| LlamaGenerator::load_gguf(file, &self.device, options.gguf_weights);
         if path.is_file() {
-            return Ok(Box::new(LlamaGenerator::load_gguf(path, &self.device)?));
+            return Ok(Box::new(gguf(path)?));
         }
         let config_path = path.join("config.json");
         let gguf_path = path.join(GGUF_FILE);
         if !config_path.exists() && gguf_path.is_file() {
-            return Ok(Box::new(LlamaGenerator::load_gguf(
-                &gguf_path,
-                &self.device,
-            )?));
+            return Ok(Box::new(gguf(&gguf_path)?));
         }
         if config_path.is_file() {
             let config: serde_json::Value = read_json(&config_path)?;

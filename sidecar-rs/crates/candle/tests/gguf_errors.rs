@@ -10,13 +10,13 @@ use std::path::Path;
 use candle_core::Device;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
-use shoal_sidecar_candle::{CandleRuntime, LoadError};
+use shoal_sidecar_candle::{CandleRuntime, LoadError, LoadOptions};
 use shoal_sidecar_core::DeviceSpec;
 
 fn load(path: &Path) -> Result<(), LoadError> {
     CandleRuntime::open(DeviceSpec::Cpu)
         .unwrap()
-        .load_model(path)
+        .load_model(path, LoadOptions::default())
         .map(|_| ())
 }
 

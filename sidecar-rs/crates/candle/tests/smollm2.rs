@@ -1,7 +1,12 @@
-//! SmolLM2-135M-Instruct (Q4_1 GGUF) on Candle against llama.cpp (llama-cpp-python) reading
-//! the same file: identical tokenisation, identical chat-template rendering, identical greedy
-//! tokens, one sequence at a time and all five decoding together in one batch, and the same
-//! next token at every teacher-forced step.
+//! SmolLM2-135M-Instruct (Q4_1 GGUF) on Candle against two references reading the same file.
+//!
+//! - Quantized, against llama.cpp (llama-cpp-python): identical tokenisation, identical
+//!   chat-template rendering, identical greedy tokens up to the first near-tie, one sequence at
+//!   a time and all five decoding together in one batch, and the same next token at every
+//!   teacher-forced step.
+//! - Dequantized to f32 ([`GgufWeightMode::Dequantized`]), against transformers reading the
+//!   GGUF in float32: the same prompt tokens from transformers' own GGUF tokenizer, and all 40
+//!   greedy tokens of each of five prompts identical.
 
 #[path = "../../../test-support/smollm2.rs"]
 mod smollm2;
@@ -10,20 +15,26 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use shoal_sidecar_candle::LlamaGenerator;
+use shoal_sidecar_candle::{GgufWeightMode, LlamaGenerator};
 use shoal_sidecar_core::{
     Backend, ChatMessage, FinishReason, GenerateRequest, Generator, ModelFamily, Prompt, Sampling,
     SequenceEvent, SequenceId,
 };
 
 const MIN_IDENTICAL: usize = 32;
-/// Reference top-two logit gap below which the two implementations may pick differently.
+/// llama.cpp's top-two logit gap below which its quantized kernels and Candle's may pick
+/// differently.
 const NEAR_TIE: f32 = 0.3;
+/// The same for transformers in float32 against Candle dequantized: the two differ only by
+/// float32 rounding and summation order.
+const F32_NEAR_TIE: f32 = 1e-3;
 
 #[derive(Deserialize)]
 struct Fixture {
     eos: Vec<u32>,
     cases: Vec<Case>,
+    /// Only the llama.cpp fixture has texts for the tokenizer alone.
+    #[serde(default)]
     tokenize: Vec<Tokenized>,
 }
 
@@ -49,9 +60,11 @@ struct Tokenized {
     ids: Vec<u32>,
 }
 
-fn fixture() -> Fixture {
+/// Reads `tools/reference/fixtures/<name>`.
+fn fixture(name: &str) -> Fixture {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures/smollm2.json");
+        .join("../../../tools/reference/fixtures")
+        .join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "{} is missing ({e}); run tools/reference/regenerate.sh",
@@ -63,8 +76,8 @@ fn fixture() -> Fixture {
     f
 }
 
-fn load() -> LlamaGenerator {
-    LlamaGenerator::load_gguf(&smollm2::smollm2_gguf(), &candle_core::Device::Cpu)
+fn load(mode: GgufWeightMode) -> LlamaGenerator {
+    LlamaGenerator::load_gguf(&smollm2::smollm2_gguf(), &candle_core::Device::Cpu, mode)
         .expect("SmolLM2 loads")
 }
 
@@ -137,14 +150,14 @@ fn run_together(g: &LlamaGenerator, cases: &[&Case]) -> Vec<(Vec<u32>, FinishRea
 
 /// Why `got` disagrees with the reference for `case`, or `None` when it agrees: the tokens
 /// must be identical up to the first difference, and a difference is only allowed at a
-/// near-tie (the reference's top-two logits closer than [`NEAR_TIE`]), where Candle's and
-/// llama.cpp's quantized matmuls, which agree to a few tenths of a logit and not bit for bit,
-/// may break the tie differently. Returns the identical prefix length too.
+/// near-tie (the reference's top-two logits closer than `near_tie`), where two
+/// implementations that agree to some tolerance and not bit for bit may break the tie
+/// differently. Returns the identical prefix length too.
 fn mismatch(
     case: &Case,
     fixture: &Fixture,
     got: &(Vec<u32>, FinishReason),
-    how: &str,
+    near_tie: f32,
 ) -> (usize, Option<String>) {
     let (ids, reason) = got;
     let mut want = case.greedy.clone();
@@ -159,27 +172,75 @@ fn mismatch(
         } else {
             FinishReason::Length
         };
-        let problem =
-            (*reason != expected).then(|| format!("{} ({how}): finish {reason:?}", case.name));
+        let problem = (*reason != expected).then(|| format!("{}: finish {reason:?}", case.name));
         return (same, problem);
     }
     let margin = case.margins.get(same).copied().unwrap_or(f32::INFINITY);
-    if margin < NEAR_TIE {
+    if margin < near_tie {
         return (same, None);
     }
     (
         same,
         Some(format!(
-            "{} ({how}): differs at step {same} where the reference's margin is {margin} (not a near-tie)\n got {ids:?}\nwant {want:?}",
+            "{}: differs at step {same} where the reference's margin is {margin} (not a near-tie)\n got {ids:?}\nwant {want:?}",
             case.name
         )),
     )
 }
 
+/// Decodes every case of `fixture` greedily, alone and then all together in one batch, and
+/// returns the prompt-token, greedy-token ([`mismatch`]) and batching disagreements, plus the
+/// identical prefix length of each case.
+fn check_greedy(
+    g: &LlamaGenerator,
+    fixture: &Fixture,
+    near_tie: f32,
+    reference: &str,
+) -> (Vec<String>, Vec<usize>) {
+    let mut problems = Vec::new();
+    for case in &fixture.cases {
+        assert!(case.greedy.len() >= MIN_IDENTICAL, "{}", case.name);
+        let ids = g.tokenize(&case.prompt()).unwrap();
+        if ids != case.prompt_tokens {
+            problems.push(format!(
+                "{}: prompt tokens (chat template rendering included)\n got {ids:?}\nwant {:?}",
+                case.name, case.prompt_tokens
+            ));
+        }
+    }
+    let mut alone = Vec::new();
+    let mut identical = Vec::new();
+    for case in &fixture.cases {
+        let got = run_together(g, &[case]);
+        let (same, problem) = mismatch(case, fixture, &got[0], near_tie);
+        eprintln!(
+            "{}: {same} of {} greedy tokens identical to {reference}",
+            case.name,
+            case.greedy.len()
+        );
+        identical.push(same);
+        alone.push(got.into_iter().next().unwrap());
+        problems.extend(problem);
+    }
+    // Batching must not change a single token: a sequence decodes the same with or without
+    // neighbours, so the batched run is held to the solo runs exactly.
+    let all: Vec<&Case> = fixture.cases.iter().collect();
+    let together = run_together(g, &all);
+    for ((case, got), solo) in fixture.cases.iter().zip(&together).zip(&alone) {
+        if got != solo {
+            problems.push(format!(
+                "{}: batched differs from alone\n got {:?}\nsolo {:?}",
+                case.name, got.0, solo.0
+            ));
+        }
+    }
+    (problems, identical)
+}
+
 #[test]
 fn smollm2_matches_llama_cpp() {
-    let fixture = fixture();
-    let g = load();
+    let fixture = fixture("smollm2.json");
+    let g = load(GgufWeightMode::Quantized);
     assert_eq!(g.family(), ModelFamily::Generate);
     assert_eq!(g.dim(), 49152);
     assert_eq!(g.context_tokens(), 8192);
@@ -188,38 +249,22 @@ fn smollm2_matches_llama_cpp() {
         let ids = g.tokenize(&Prompt::Text(t.text.clone())).unwrap();
         assert_eq!(ids, t.ids, "tokenisation of {:?}", t.text);
     }
-    for case in &fixture.cases {
-        assert_eq!(
-            g.tokenize(&case.prompt()).unwrap(),
-            case.prompt_tokens,
-            "{}: prompt tokens (chat template rendering included)",
-            case.name
-        );
-        assert!(case.greedy.len() >= MIN_IDENTICAL, "{}", case.name);
-    }
+    let (problems, _) = check_greedy(&g, &fixture, NEAR_TIE, "llama.cpp");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
 
-    let mut problems = Vec::new();
-    let mut alone = Vec::new();
-    for case in &fixture.cases {
-        let got = run_together(&g, &[case]);
-        let (same, problem) = mismatch(case, &fixture, &got[0], "alone");
-        eprintln!(
-            "{}: {same} of {} greedy tokens identical to llama.cpp",
-            case.name,
-            case.greedy.len()
-        );
-        alone.push(got.into_iter().next().unwrap());
-        problems.extend(problem);
-    }
-    // Batching must not change a single token: a sequence decodes the same with or without
-    // neighbours, so the batched run is held to the solo runs exactly.
-    let all: Vec<&Case> = fixture.cases.iter().collect();
-    let together = run_together(&g, &all);
-    for ((case, got), solo) in fixture.cases.iter().zip(&together).zip(&alone) {
-        if got != solo {
+/// Dequantized, Candle computes what transformers computes from the GGUF up to float32
+/// rounding, so every case must run its full 40 tokens identical, not merely to a near-tie.
+#[test]
+fn smollm2_dequantized_matches_transformers() {
+    let fixture = fixture("smollm2-f32.json");
+    let g = load(GgufWeightMode::Dequantized);
+    let (mut problems, identical) = check_greedy(&g, &fixture, F32_NEAR_TIE, "transformers");
+    for (case, same) in fixture.cases.iter().zip(identical) {
+        if same < MIN_IDENTICAL {
             problems.push(format!(
-                "{}: batched differs from alone\n got {:?}\nsolo {:?}",
-                case.name, got.0, solo.0
+                "{}: only {same} greedy tokens identical, {MIN_IDENTICAL} required",
+                case.name
             ));
         }
     }
@@ -232,8 +277,8 @@ fn smollm2_matches_llama_cpp() {
 /// comparison, so every step is checked.
 #[test]
 fn smollm2_agrees_with_llama_cpp_at_every_teacher_forced_step() {
-    let fixture = fixture();
-    let g = load();
+    let fixture = fixture("smollm2.json");
+    let g = load(GgufWeightMode::Quantized);
     let mut checked = 0;
     let mut ties = 0;
     let mut problems = Vec::new();

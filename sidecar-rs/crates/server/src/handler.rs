@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use opentelemetry::KeyValue;
+use shoal_sidecar_candle::{GgufWeightMode, LoadOptions};
 use shoal_sidecar_core::EmbedBatch;
 use tokio::sync::mpsc;
 
@@ -132,8 +133,14 @@ async fn dispatch(
             backend,
             sim,
             openai,
+            dequantize,
         } => {
             let backend = backend.unwrap_or(state.backend);
+            if dequantize.is_some() && backend != BackendKind::Candle {
+                return Err(ProtocolError::bad_request(
+                    "`dequantize` is only valid with backend `candle`",
+                ));
+            }
             if openai.is_some() && backend != BackendKind::Openai {
                 return Err(ProtocolError::bad_request(
                     "`openai` is only valid with backend `openai`",
@@ -162,6 +169,13 @@ async fn dispatch(
                 }
                 (BackendKind::Candle, Some(path), None) => LoadSpec::Candle {
                     dir: PathBuf::from(path),
+                    options: LoadOptions {
+                        gguf_weights: if dequantize == Some(true) {
+                            GgufWeightMode::Dequantized
+                        } else {
+                            GgufWeightMode::Quantized
+                        },
+                    },
                 },
                 (BackendKind::Sim, path, sim) => LoadSpec::sim(path.map(PathBuf::from), sim),
             };

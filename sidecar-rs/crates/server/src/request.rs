@@ -34,6 +34,8 @@ pub(crate) enum Op<'a> {
         sim: Option<SimParams>,
         /// The `openai` map, validated.
         openai: Option<OpenAiConfig>,
+        /// Candle: expand a GGUF's quantized matrices to f32 at load.
+        dequantize: Option<bool>,
     },
     Unload {
         model: &'a str,
@@ -156,6 +158,7 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
                 Some(settings) => Some(crate::openai_load::resolve(settings).map_err(reject)?),
                 None => None,
             },
+            dequantize: fields.dequantize,
         },
         "unload" => Op::Unload {
             model: fields.required_model().map_err(reject)?,
@@ -274,6 +277,7 @@ struct Fields<'a> {
     backend: Option<BackendKind>,
     sim: Option<SimOverrides>,
     openai: Option<OpenAiSettings>,
+    dequantize: Option<bool>,
     /// `generate`: prompt and sampling.
     generate: generate::GenerateFields<'a>,
     /// `cancel`: the request to cancel.
@@ -328,6 +332,10 @@ impl<'a> Fields<'a> {
                 ("load", b"openai") => {
                     fields.openai = Some(crate::openai_load::settings(&mut r, value)?)
                 }
+                ("load", b"dequantize") => match value {
+                    Item::Bool(v) => fields.dequantize = Some(v),
+                    other => return Err(wrong_type("dequantize", "a bool", other)),
+                },
                 ("embed" | "score" | "classify" | "extract", b"truncate") => match value {
                     Item::Bool(v) => fields.truncate = Some(v),
                     other => return Err(wrong_type("truncate", "a bool", other)),
@@ -552,6 +560,7 @@ mod tests {
                     backend: None,
                     sim: None,
                     openai: None,
+                    dequantize: None,
                 }
             }
         );
@@ -794,6 +803,10 @@ mod tests {
                 "`backend` must be a string",
             ),
             (load(&[("path", V::from(""))]), "`path` must not be empty"),
+            (
+                load(&[("dequantize", V::from("yes"))]),
+                "`dequantize` must be a bool",
+            ),
             (load(&[("sim", V::from(3))]), "`sim` must be a map"),
             (
                 load(&[("sim", sim(&[("dim", V::from(-4))]))]),

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime};
 
 use opentelemetry::{Context, KeyValue};
-use shoal_sidecar_candle::CandleRuntime;
+use shoal_sidecar_candle::{CandleRuntime, LoadOptions};
 use shoal_sidecar_core::{Backend, ModelFamily};
 use shoal_sidecar_openai::{OpenAiBackend, OpenAiConfig};
 use shoal_sidecar_sim::{Profile, SimBackend, SimParams};
@@ -28,7 +28,7 @@ use crate::work::{Answer, Work};
 #[derive(Debug, Clone)]
 pub(crate) enum LoadSpec {
     /// A model directory computed by Candle on the sidecar's device.
-    Candle { dir: PathBuf },
+    Candle { dir: PathBuf, options: LoadOptions },
     /// A simulated model; `dir`, when given, supplies its tokenizer.
     Sim {
         dir: Option<PathBuf>,
@@ -52,7 +52,10 @@ impl LoadSpec {
         match backend {
             // `--backend` cannot be `openai` (clap does not offer it), and a directory is a
             // Candle model either way.
-            BackendKind::Candle | BackendKind::Openai => LoadSpec::Candle { dir },
+            BackendKind::Candle | BackendKind::Openai => LoadSpec::Candle {
+                dir,
+                options: LoadOptions::default(),
+            },
             BackendKind::Sim => LoadSpec::sim(Some(dir), None),
         }
     }
@@ -60,7 +63,7 @@ impl LoadSpec {
     /// Builds the backend; runs on the loading thread (see [`load_below_serving`]).
     fn load(self, runtime: &CandleRuntime) -> Result<Box<dyn Backend + Send>, ProtocolError> {
         match self {
-            LoadSpec::Candle { dir } => Ok(runtime.load_model(&dir)?),
+            LoadSpec::Candle { dir, options } => Ok(runtime.load_model(&dir, options)?),
             LoadSpec::Sim { dir, params } => {
                 Ok(Box::new(SimBackend::load(dir.as_deref(), params)?))
             }

@@ -129,10 +129,71 @@ impl Case {
     }
 }
 
-fn fixture() -> Fixture {
+/// `smollm2.json` (llama.cpp) or `smollm2-f32.json` (transformers, dequantized).
+fn fixture(name: &str) -> Fixture {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures/smollm2.json");
+        .join("../../../tools/reference/fixtures")
+        .join(name);
     serde_json::from_slice(&std::fs::read(path).expect("fixture exists")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dequantized_load_streams_the_float32_reference_tokens() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    let gguf = smollm2::smollm2_gguf();
+    let path = V::from(gguf.to_str().unwrap());
+    let load = |id, name: &str, dequantize: bool| {
+        req(
+            id,
+            "load",
+            &[
+                ("model", V::from(name)),
+                ("path", path.clone()),
+                ("dequantize", V::from(dequantize)),
+            ],
+        )
+    };
+    let f32 = c.call(&load(1, "smol-f32", true)).await;
+    assert_ok(&f32, 1);
+    let q = c.call(&load(2, "smol-q", false)).await;
+    assert_ok(&q, 2);
+    let bytes = |v: &V| get(v, "memory_bytes").as_u64().unwrap();
+    // Q4_1 holds 5 bits a weight (scale and minimum per 32), f32 holds 32.
+    assert!(
+        bytes(&f32) > 4 * bytes(&q),
+        "f32 {} vs quantized {}",
+        bytes(&f32),
+        bytes(&q)
+    );
+
+    let fixture = fixture("smollm2-f32.json");
+    let cases: Vec<&Case> = fixture
+        .cases
+        .iter()
+        .filter(|c| c.prompt.is_some())
+        .collect();
+    for (i, case) in cases.iter().enumerate() {
+        let request = req(
+            10 + i as u64,
+            "generate",
+            &[
+                ("model", V::from("smol-f32")),
+                ("prompt", V::from(case.prompt.as_deref().unwrap())),
+                ("max_tokens", V::from(32)),
+                ("temperature", V::F64(0.0)),
+            ],
+        );
+        c.send(&request).await;
+    }
+    let ids: Vec<u64> = (0..cases.len() as u64).map(|i| 10 + i).collect();
+    let streams = collect(&mut c, &ids).await;
+    for (i, case) in cases.iter().enumerate() {
+        let s = &streams[&(10 + i as u64)];
+        assert_ok(s.done.as_ref().unwrap(), 10 + i as u64);
+        assert_eq!(s.token_ids, case.greedy[..32], "{}", case.name);
+    }
+    sidecar.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,7 +217,7 @@ async fn loads_as_a_generate_model_and_streams_the_reference_tokens() {
     assert!(get(&loaded, "memory_bytes").as_u64().unwrap() > 50_000_000);
 
     // All raw-prompt cases of the fixture at once: the stream must carry the reference ids.
-    let fixture = fixture();
+    let fixture = fixture("smollm2.json");
     let cases: Vec<&Case> = fixture
         .cases
         .iter()

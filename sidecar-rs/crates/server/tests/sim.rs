@@ -164,7 +164,12 @@ async fn bad_sim_loads_are_refused() {
             "`sim` is only valid with backend `sim`",
         ),
         (
-            load_sim(7, "m", &[("path", V::from("/nonexistent/dir"))]),
+            load_sim(7, "m", &[("dequantize", V::from(true))]),
+            "bad_request",
+            "`dequantize` is only valid with backend `candle`",
+        ),
+        (
+            load_sim(9, "m", &[("path", V::from("/nonexistent/dir"))]),
             "load_failed",
             "/nonexistent/dir",
         ),
@@ -176,7 +181,7 @@ async fn bad_sim_loads_are_refused() {
         assert!(message.contains(needle), "{message:?} lacks {needle:?}");
     }
     // Nothing was left half-loaded: the name is free.
-    assert_ok(&client.call(&load_sim(8, "m", &[])).await, 8);
+    assert_ok(&client.call(&load_sim(10, "m", &[])).await, 10);
     sidecar.stop().await;
 }
 

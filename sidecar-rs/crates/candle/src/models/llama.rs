@@ -11,7 +11,10 @@
 //! permutes the query/key rows so that RoPE rotates adjacent pairs (`rope_i`), where
 //! transformers rotates the two halves of each head (`rope`); and for GGUF the attention
 //! reproduces llama.cpp's default f16 KV cache by rounding keys, values, queries and
-//! attention weights through f16, so that greedy decoding picks the same tokens.
+//! attention weights through f16, so that greedy decoding picks the same tokens. A GGUF may
+//! instead be loaded dequantized ([`GgufWeightMode::Dequantized`]): every matrix expanded to
+//! f32 once at load and attention kept in f32, which is what transformers computes when it
+//! reads the same file.
 //!
 //! [`Llama::forward`] runs several sequences at once: every sequence contributes the tokens it
 //! has not yet read (a whole prompt, or its last sampled token); the linear layers see all of
@@ -33,6 +36,18 @@ pub enum RopeLayout {
     Interleaved,
     /// Dimensions `(i, i + head_dim/2)` rotate together: transformers' `rotate_half`.
     Halves,
+}
+
+/// How a GGUF file's matrices are held in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GgufWeightMode {
+    /// As stored (Q4_1, Q8_0, ...), multiplied by candle's quantized kernels, with attention
+    /// rounded through f16 like llama.cpp's default KV cache.
+    #[default]
+    Quantized,
+    /// Expanded to f32 at load, with attention in f32: several times the memory, and the
+    /// numerics of transformers reading the GGUF.
+    Dequantized,
 }
 
 /// Hyper-parameters, from GGUF `llama.*` metadata or transformers' `config.json`.
@@ -273,14 +288,24 @@ trait Weights {
 struct GgufWeights<'a> {
     gguf: &'a mut Gguf,
     device: Device,
+    mode: GgufWeightMode,
     bytes: u64,
 }
 
 impl Weights for GgufWeights<'_> {
     fn matrix(&mut self, name: &str, _: &str) -> std::result::Result<QMatMul, LoadError> {
         let t = self.gguf.tensor(name, &self.device)?;
-        self.bytes += t.storage_size_in_bytes() as u64;
-        Ok(QMatMul::from_qtensor(t)?)
+        match self.mode {
+            GgufWeightMode::Quantized => {
+                self.bytes += t.storage_size_in_bytes() as u64;
+                Ok(QMatMul::from_qtensor(t)?)
+            }
+            GgufWeightMode::Dequantized => {
+                let w = t.dequantize(&self.device)?;
+                self.bytes += (w.elem_count() * w.dtype().size_in_bytes()) as u64;
+                Ok(QMatMul::Tensor(w))
+            }
+        }
     }
 
     fn vector(&mut self, name: &str, _: &str) -> std::result::Result<Tensor, LoadError> {
@@ -336,11 +361,16 @@ impl Llama {
     pub(crate) fn from_gguf(
         gguf: &mut Gguf,
         device: &Device,
+        mode: GgufWeightMode,
     ) -> std::result::Result<(Self, u64), LoadError> {
-        let config = Config::from_gguf(gguf)?;
+        let config = Config {
+            f16_attention: mode == GgufWeightMode::Quantized,
+            ..Config::from_gguf(gguf)?
+        };
         let mut weights = GgufWeights {
             gguf,
             device: device.clone(),
+            mode,
             bytes: 0,
         };
         let model = Self::load(config, &mut weights, device)?;
