@@ -27,6 +27,8 @@ import {
   type ServiceHandle,
 } from "@shoal/testing";
 
+export { textOfTokens } from "./targets/text.js";
+
 export const MODEL = "sentence-transformers/all-MiniLM-L6-v2";
 
 /** A worker's debug line about a batch it started. */
@@ -195,11 +197,6 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
       await nats.stop();
     },
   };
-}
-
-/** A text of about `tokens` MiniLM tokens ("hello" is one WordPiece token; 2 are special). */
-export function textOfTokens(tokens: number, tag: string): string {
-  return `${tag} ${"hello ".repeat(Math.max(0, tokens - 3))}`.trim();
 }
 
 export function quantile(sorted: readonly number[], p: number): number {

@@ -29,21 +29,15 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+from smollm2_prompts import SHARED_PROMPTS  # noqa: E402
+
 STEPS = 40
 
 # The llama.cpp fixture's prompts, except its "capital", which transformers in float32 ends
 # (end-of-turn token) after 30 tokens: a case must run the full STEPS tokens.
 PROMPTS = [
     {"name": "colours", "prompt": "The three primary colours are"},
-    {
-        "name": "chat",
-        "messages": [
-            {"role": "user", "content": "Write a short poem about the sea, please."}
-        ],
-    },
-    {"name": "french", "prompt": "Il était une fois, dans un petit café à Montréal, une"},
-    {"name": "code", "prompt": "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"},
-    {"name": "story", "prompt": "Once upon a time, in a village 🏡 by the mountains, there lived"},
+    *SHARED_PROMPTS,
 ]
 
 

@@ -26,6 +26,7 @@ import jinja2
 import jinja2.sandbox
 import llama_cpp
 import numpy as np
+from smollm2_prompts import SHARED_PROMPTS
 
 # Generated tokens per prompt; the test requires identity on all of them (at least 32).
 STEPS = 40
@@ -33,15 +34,7 @@ MIN_STEPS = 32
 
 PROMPTS = [
     {"name": "capital", "prompt": "The capital of France is"},
-    {
-        "name": "chat",
-        "messages": [
-            {"role": "user", "content": "Write a short poem about the sea, please."}
-        ],
-    },
-    {"name": "french", "prompt": "Il était une fois, dans un petit café à Montréal, une"},
-    {"name": "code", "prompt": "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"},
-    {"name": "story", "prompt": "Once upon a time, in a village 🏡 by the mountains, there lived"},
+    *SHARED_PROMPTS,
 ]
 
 # Awkward texts for the tokenizer alone: digits, runs of spaces, newlines, accents, CJK,

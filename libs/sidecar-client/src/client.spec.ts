@@ -208,7 +208,13 @@ describe("SidecarClient requests", () => {
     expect(partial?.sim).toEqual({ fixed_us: 10 });
     expect(Object.keys((partial?.sim as object | undefined) ?? {})).toEqual(["fixed_us"]);
     expect(Object.keys(plain ?? {}).sort()).toEqual(["id", "model", "op", "path"]);
-    expect(f32).toEqual({ id: 4, op: "load", model: "f32", path: "/models/m.gguf", dequantize: true });
+    expect(f32).toEqual({
+      id: 4,
+      op: "load",
+      model: "f32",
+      path: "/models/m.gguf",
+      dequantize: true,
+    });
   });
 
   it("accepts the sim backend in health", async () => {

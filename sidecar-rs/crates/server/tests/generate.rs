@@ -41,9 +41,15 @@ fn event(frame: &V) -> Option<&str> {
 }
 
 fn greedy(id: u64, prompt: &str, max_tokens: u64) -> V {
-    generate(
+    greedy_on(MODEL, id, prompt, max_tokens)
+}
+
+fn greedy_on(model: &str, id: u64, prompt: &str, max_tokens: u64) -> V {
+    req(
         id,
+        "generate",
         &[
+            ("model", V::from(model)),
             ("prompt", V::from(prompt)),
             ("max_tokens", V::from(max_tokens)),
             ("temperature", V::F64(0.0)),
@@ -112,6 +118,13 @@ struct Fixture {
     cases: Vec<Case>,
 }
 
+impl Fixture {
+    /// The raw-prompt cases (the chat case needs the template; other tests cover it).
+    fn prompt_cases(&self) -> Vec<&Case> {
+        self.cases.iter().filter(|c| c.prompt.is_some()).collect()
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct Case {
     name: String,
@@ -168,23 +181,11 @@ async fn a_dequantized_load_streams_the_float32_reference_tokens() {
     );
 
     let fixture = fixture("smollm2-f32.json");
-    let cases: Vec<&Case> = fixture
-        .cases
-        .iter()
-        .filter(|c| c.prompt.is_some())
-        .collect();
+    let cases = fixture.prompt_cases();
     for (i, case) in cases.iter().enumerate() {
-        let request = req(
-            10 + i as u64,
-            "generate",
-            &[
-                ("model", V::from("smol-f32")),
-                ("prompt", V::from(case.prompt.as_deref().unwrap())),
-                ("max_tokens", V::from(32)),
-                ("temperature", V::F64(0.0)),
-            ],
-        );
-        c.send(&request).await;
+        let prompt = case.prompt.as_deref().unwrap();
+        c.send(&greedy_on("smol-f32", 10 + i as u64, prompt, 32))
+            .await;
     }
     let ids: Vec<u64> = (0..cases.len() as u64).map(|i| 10 + i).collect();
     let streams = collect(&mut c, &ids).await;
@@ -218,11 +219,7 @@ async fn loads_as_a_generate_model_and_streams_the_reference_tokens() {
 
     // All raw-prompt cases of the fixture at once: the stream must carry the reference ids.
     let fixture = fixture("smollm2.json");
-    let cases: Vec<&Case> = fixture
-        .cases
-        .iter()
-        .filter(|c| c.prompt.is_some())
-        .collect();
+    let cases = fixture.prompt_cases();
     for (i, case) in cases.iter().enumerate() {
         c.send(&greedy(10 + i as u64, case.prompt.as_ref().unwrap(), 32))
             .await;

@@ -1,0 +1,38 @@
+/** What one load step measured. */
+export interface StepResult {
+  /** Offered load, requests/s (the schedule's rate). */
+  readonly offeredRps: number;
+  /** Requests sent in the measured window. */
+  readonly sent: number;
+  /**
+   * Requests sent in the measured window, per second: the load actually offered, which a
+   * Poisson plan puts a few percent either side of `offeredRps`.
+   */
+  readonly sentRps: number;
+  /** Answers received within the measured window, per second: the achieved throughput. */
+  readonly achievedRps: number;
+  /** Tokens of the answered requests (input tokens; generated tokens for generate), per second. */
+  readonly achievedTokensPerS: number;
+  /** Requests that failed (an error answer, a timeout); each is a lost answer for the SLO. */
+  readonly failed: number;
+  /** Latency of answered requests, ms. */
+  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number };
+  /** Busy share of the accelerators over the window, 0..1, when the harness can measure it. */
+  readonly utilization?: number;
+  /** Mean inputs per batch and padded tokens / the batch's budget, when workers report them. */
+  readonly batchFill?: number;
+}
+
+/** The value at quantile `p` of an ascending array (nearest rank); NaN when empty. */
+export function quantile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[
+    Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))
+  ] as number;
+}
+
+/** p50, p90 and p99 of unsorted latencies. */
+export function percentiles(latencies: readonly number[]): StepResult["latencyMs"] {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), p99: quantile(sorted, 0.99) };
+}

@@ -1,0 +1,3 @@
+export type { RoutingPolicy } from "./policy.js";
+export { Chooser, ROUTING_POLICIES } from "./policy.js";
+export { WorkerView } from "./worker-view.js";

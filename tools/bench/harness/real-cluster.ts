@@ -1,0 +1,78 @@
+/**
+ * The real cluster on this machine for the bench: nats-server, the ingress service (annotating
+ * in process) on a free port, and one worker service whose sidecar computes with Candle, each
+ * its own process as `npm start` runs them. The bench reaches it over REST like any client.
+ * Services log at info: their readiness lines are info lines.
+ */
+import { join } from "node:path";
+import { SidecarClient } from "@shoal/sidecar-client";
+import {
+  freePort,
+  sidecarBinary,
+  startNatsServer,
+  startService,
+  tempDir,
+  type ServiceHandle,
+} from "@shoal/testing";
+import type { Harness } from "./harness.js";
+
+export interface RealClusterOptions {
+  /** Catalog ids the worker serves. */
+  readonly models: readonly string[];
+  /** Extra environment for the worker (serving parameters under test). */
+  readonly workerEnv?: Readonly<Record<string, string>>;
+}
+
+export async function startRealCluster(options: RealClusterOptions): Promise<Harness> {
+  const dir = await tempDir("bench-cluster");
+  const nats = await startNatsServer();
+  const port = await freePort();
+  const socketPath = join(dir, "sidecar.sock");
+  const services: ServiceHandle[] = [];
+  try {
+    services.push(
+      await startService("worker", {
+        env: {
+          NATS_URL: nats.url,
+          SHOAL_SIDECAR_BIN: sidecarBinary(),
+          SHOAL_SIDECAR_SOCKET: socketPath,
+          SHOAL_WORKER_MODELS: options.models.join(","),
+          LOG_LEVEL: "info",
+          ...options.workerEnv,
+        },
+        readyMessage: "worker pulling",
+        readyTimeoutMs: 300_000,
+      }),
+    );
+    services.push(
+      await startService("ingress", {
+        env: {
+          NATS_URL: nats.url,
+          SHOAL_PORT: String(port),
+          SHOAL_HOST: "127.0.0.1",
+          SHOAL_ANNOTATOR: "inprocess",
+          LOG_LEVEL: "info",
+        },
+        readyMessage: "ingress listening",
+      }),
+    );
+  } catch (err) {
+    for (const s of services.reverse()) await s.stop();
+    await nats.stop();
+    throw err;
+  }
+  const sidecar = await SidecarClient.connect({ socketPath, requestTimeoutMs: 600_000 });
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    accelerators: 1,
+    sidecar,
+    async busyUs() {
+      return (await sidecar.stats()).models.reduce((sum, m) => sum + m.busyUs, 0);
+    },
+    async stop() {
+      await sidecar.close();
+      for (const s of services.reverse()) await s.stop();
+      await nats.stop();
+    },
+  };
+}
