@@ -1,78 +1,79 @@
 /**
  * Shoal's load bench: offers a workload (tools/bench/workloads/*.json, format in
- * libs/loadgen/README.md) to a cluster open-loop, step by step, finds the knee and writes
- * `<out>/result.json` with `throughput.svg` and `latency.svg`.
+ * libs/loadgen/README.md) to a cluster open-loop, step by step, finds the knee of each mode and
+ * writes `<out>/result.json` with `throughput.svg` and `latency.svg`.
  *
  *   npm run bench -- --scenario minilm --out bench-out
+ *   npm run bench -- --scenario fleet --compare router --out bench-out
  *
  * Scenarios:
  * - `minilm`: the real cluster on this machine (ingress, one worker, Candle MiniLM on CPU) over
  *   REST; the result also holds the sidecar's raw tokens/s on the same inputs, measured through
  *   the same sidecar after the sweep, and the cluster's tokens/s at the knee as a share of it.
+ * - `fleet`: 8 simulated models on 32 simulated accelerators (replicas by popularity), many
+ *   small embedding requests. `--compare router` adds the top-down router on the same workers
+ *   for every policy (`--policies`) and view refresh interval (`--refresh-ms`), and reports
+ *   `pull_over_router`: pull's knee over the best router configuration's.
  *
- * `--workload` replaces the scenario's workload file, `--steps` keeps only the first N rates
- * (a quick look), and stepping stops after two steps past the knee.
+ * `--workload` replaces the scenario's workload file and `--steps N` keeps only its first N
+ * rates (a quick look); each sweep stops two steps past its knee.
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import {
+  apportion,
   compileWorkload,
-  findKnee,
-  kneeMiss,
   lineChart,
   planStep,
-  runStep,
-  type StepProgress,
-  type StepResult,
+  zipfWeights,
   type Workload,
 } from "@shoal/loadgen";
+import { ROUTING_POLICIES } from "@shoal/router";
 import { repoRoot } from "@shoal/testing";
-import type { Harness } from "./harness/harness.js";
 import { startRealCluster } from "./harness/real-cluster.js";
-import { rawEmbedThroughput, type RawThroughput } from "./raw-denominator.js";
+import { startSimFleet } from "./harness/sim-fleet.js";
+import { rawEmbedThroughput } from "./raw-denominator.js";
+import { stepJson, sweep, type ModeResult } from "./sweep.js";
 import { restSender } from "./targets/rest.js";
 
 const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
-
-interface Scenario {
-  readonly workload: string;
-  start(): Promise<Harness>;
-  /** The sidecar's raw speed on the scenario's inputs, when it has a real accelerator. */
-  raw?(harness: Harness, workload: Workload): Promise<RawThroughput>;
-}
-
-const SCENARIOS: Readonly<Record<string, Scenario>> = {
-  minilm: {
-    workload: "minilm.json",
-    start: () => startRealCluster({ models: [MINILM] }),
-    async raw(harness, workload) {
-      if (harness.sidecar === undefined) throw new Error("minilm: the harness has no sidecar");
-      // Inputs drawn like the sweep's.
-      const inputs = planStep(workload, 999, 200, 10);
-      // 4k padded tokens: the budget at which the raw bench measured this CPU's best.
-      return rawEmbedThroughput(harness.sidecar, "all-minilm-l6-v2", inputs, 4096, 20);
-    },
-  },
-};
 
 const { values } = parseArgs({
   options: {
     scenario: { type: "string" },
     workload: { type: "string" },
     steps: { type: "string" },
+    compare: { type: "string" },
+    policies: { type: "string", default: ROUTING_POLICIES.join(",") },
+    "refresh-ms": { type: "string", default: "1,10,100" },
+    accelerators: { type: "string", default: "32" },
     out: { type: "string" },
   },
 });
-const scenario = SCENARIOS[values.scenario ?? ""];
-if (scenario === undefined || values.out === undefined) {
-  console.error(
-    `usage: npm run bench -- --scenario ${Object.keys(SCENARIOS).join("|")} --out <dir> [--workload <file>] [--steps N]`,
-  );
+const usage =
+  "usage: npm run bench -- --scenario minilm|fleet --out <dir> [--compare router] " +
+  "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32]";
+const scenario = values.scenario;
+if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined) {
+  console.error(usage);
   process.exit(2);
 }
+if (values.compare !== undefined && (values.compare !== "router" || scenario !== "fleet")) {
+  console.error(`--compare router is the only comparison, and for the fleet scenario\n${usage}`);
+  process.exit(2);
+}
+const policies = values.policies.split(",").map((p) => {
+  const policy = ROUTING_POLICIES.find((known) => known === p);
+  if (policy === undefined) {
+    console.error(`unknown policy ${p}; policies: ${ROUTING_POLICIES.join(", ")}`);
+    process.exit(2);
+  }
+  return policy;
+});
+const refreshes = values["refresh-ms"].split(",").map(Number);
 const workloadPath =
-  values.workload ?? join(repoRoot(), "tools", "bench", "workloads", scenario.workload);
+  values.workload ?? join(repoRoot(), "tools", "bench", "workloads", `${scenario}.json`);
 const workload = compileWorkload(JSON.parse(await readFile(workloadPath, "utf8")));
 const rates = workload.load.rates.slice(
   0,
@@ -81,21 +82,9 @@ const rates = workload.load.rates.slice(
 const out = values.out;
 await mkdir(out, { recursive: true });
 
-function progress(p: StepProgress): void {
-  const line =
-    `[bench] ${p.offeredRps} req/s  ${p.elapsedS.toFixed(0)}/${workload.load.stepSeconds}s  ` +
-    `sent ${p.sent}  answered ${p.answered}  failed ${p.failed}  in flight ${p.inFlight}`;
-  if (process.stderr.isTTY) process.stderr.write(`\r${line}\u001b[K`);
-  else if (Math.round(p.elapsedS) % 5 === 0) console.error(line);
-}
-
-const harness = await scenario.start();
-const steps: StepResult[] = [];
-let raw: RawThroughput | undefined;
-try {
-  const send = restSender(harness.baseUrl);
-  // One request per model first, so no step pays for a first load or a cold tokenizer.
-  for (const entry of workload.mix) {
+/** One request per model, so no step pays for a cold tokenizer or a first batch. */
+async function warm(send: ReturnType<typeof restSender>, w: Workload): Promise<void> {
+  for (const entry of w.mix) {
     for (const model of entry.models) {
       await send(
         { atMs: 0, function: entry.function, model, inputTokens: [8], maxTokens: 1, stream: false },
@@ -103,82 +92,106 @@ try {
       );
     }
   }
-  let misses = 0;
-  for (const [i, rate] of rates.entries()) {
-    const busyBefore = await harness.busyUs();
-    const started = performance.now();
-    const result = await runStep({
-      offeredRps: rate,
-      plan: planStep(workload, i, rate, workload.load.stepSeconds),
-      seconds: workload.load.stepSeconds,
-      warmupSeconds: workload.load.warmupSeconds,
-      drainMs: Math.max(10_000, 5 * workload.sloP99Ms),
-      send,
-      onProgress: progress,
-    });
-    const wallUs = (performance.now() - started) * 1000;
-    const step = {
-      ...result,
-      utilization: ((await harness.busyUs()) - busyBefore) / (harness.accelerators * wallUs),
+}
+
+const modes: Record<string, ModeResult> = {};
+let extra: Record<string, unknown> = {};
+
+if (scenario === "minilm") {
+  const harness = await startRealCluster({ models: [MINILM] });
+  try {
+    const send = restSender(harness.baseUrl);
+    await warm(send, workload);
+    modes["pull"] = await sweep("pull", harness, workload, rates, send);
+    if (harness.sidecar === undefined) throw new Error("minilm: the harness has no sidecar");
+    // The same sidecar alone on inputs drawn like the sweep's; 4k padded tokens is the budget
+    // at which the raw bench measured this CPU's best.
+    const inputs = planStep(workload, 999, 200, 10);
+    const raw = await rawEmbedThroughput(harness.sidecar, "all-minilm-l6-v2", inputs, 4096, 20);
+    extra = {
+      sidecar_raw: raw,
+      cluster_over_raw: (modes["pull"].knee_tokens_per_s || 0) / raw.tokens_per_s,
     };
-    steps.push(step);
-    if (process.stderr.isTTY) process.stderr.write("\n");
-    console.error(
-      `[bench] ${rate} req/s: achieved ${step.achievedRps.toFixed(1)} req/s, ` +
-        `${step.achievedTokensPerS.toFixed(0)} tokens/s, p99 ${step.latencyMs.p99.toFixed(0)} ms, ` +
-        `failed ${step.failed}, utilization ${(step.utilization * 100).toFixed(0)} %`,
-    );
-    misses = kneeMiss(step, { sloP99Ms: workload.sloP99Ms }) === undefined ? 0 : misses + 1;
-    if (misses >= 2) break;
+  } finally {
+    await harness.stop();
   }
-  raw = await scenario.raw?.(harness, workload);
-} finally {
-  await harness.stop();
+} else {
+  const entry = workload.mix[0];
+  if (entry === undefined || workload.mix.length !== 1 || entry.function !== "embed") {
+    throw new Error("the fleet scenario takes a workload of one embed mix entry");
+  }
+  const replicas = apportion(zipfWeights(entry.models.length, 1), Number(values.accelerators));
+  const models = entry.models.map((id, i) => ({
+    id,
+    key: id.replace(/^sim\//, ""),
+    replicas: replicas[i] as number,
+  }));
+  // Simulated accelerators slow enough that this machine's two cores keep up with the
+  // cluster's own work at the fleet's knee, with a fixed cost per batch large against the
+  // per-token cost, as on a GPU, so that batch size matters.
+  const cost = { fixedUs: 100_000, perPaddedTokenNs: 100_000 };
+  const workerEnv = { SHOAL_BATCH_TARGET_MS: "500" };
+  extra = { accelerators: replicas.reduce((a, b) => a + b, 0), placement: models, cost };
+  const pull = await startSimFleet({ models, cost, routed: false, workerEnv });
+  try {
+    const send = restSender(pull.baseUrl);
+    await warm(send, workload);
+    modes["pull"] = await sweep("pull", pull, workload, rates, send);
+  } finally {
+    await pull.stop();
+  }
+  if (values.compare === "router") {
+    const routed = await startSimFleet({ models, cost, routed: true, workerEnv });
+    try {
+      const send = restSender(routed.baseUrl);
+      for (const policy of policies) {
+        for (const refreshMs of refreshes) {
+          await routed.routeWith(policy, refreshMs);
+          await warm(send, workload);
+          const label = `router/${policy}/${refreshMs}ms`;
+          modes[label] = await sweep(label, routed, workload, rates, send);
+        }
+      }
+    } finally {
+      await routed.stop();
+    }
+    const best = Object.entries(modes)
+      .filter(([name]) => name !== "pull")
+      .sort((a, b) => b[1].knee_rps - a[1].knee_rps)[0];
+    if (best !== undefined) {
+      extra = {
+        ...extra,
+        best_router: best[0],
+        pull_over_router: modes["pull"].knee_rps / best[1].knee_rps,
+      };
+    }
+  }
 }
 
-/** A step as result.json writes it, in the file's snake_case. */
-function stepJson(s: StepResult): Record<string, unknown> {
-  return {
-    offered_rps: s.offeredRps,
-    sent: s.sent,
-    sent_rps: s.sentRps,
-    achieved_rps: s.achievedRps,
-    achieved_tokens_per_s: s.achievedTokensPerS,
-    failed: s.failed,
-    latency_ms: s.latencyMs,
-    utilization: s.utilization ?? null,
-  };
-}
-
-const knee = findKnee(steps, { sloP99Ms: workload.sloP99Ms });
-const at = knee.step;
+const pull = modes["pull"];
+// Pull's knee at the top level (Shoal's own mode); every mode's steps are under `modes`.
+const pullKnee = { ...pull, steps: undefined };
 const result = {
-  scenario: values.scenario,
+  scenario,
   workload: workload.name,
   slo_p99_ms: workload.sloP99Ms,
   step_seconds: workload.load.stepSeconds,
   warmup_seconds: workload.load.warmupSeconds,
-  knee_rps: at?.achievedRps ?? 0,
-  knee_offered_rps: at?.offeredRps ?? 0,
-  knee_tokens_per_s: at?.achievedTokensPerS ?? 0,
-  p50_ms_at_knee: at?.latencyMs.p50 ?? null,
-  p90_ms_at_knee: at?.latencyMs.p90 ?? null,
-  p99_ms_at_knee: at?.latencyMs.p99 ?? null,
-  utilization_at_knee: at?.utilization ?? null,
-  first_miss:
-    knee.firstMiss === undefined
-      ? null
-      : { offered_rps: steps[knee.firstMiss.index]?.offeredRps, reason: knee.firstMiss.reason },
-  ...(raw === undefined
-    ? {}
-    : { sidecar_raw: raw, cluster_over_raw: (at?.achievedTokensPerS ?? 0) / raw.tokens_per_s }),
-  steps: steps.map(stepJson),
+  ...pullKnee,
+  ...extra,
+  modes: Object.fromEntries(
+    Object.entries(modes).map(([name, m]) => [name, { ...m, steps: m.steps.map(stepJson) }]),
+  ),
 };
 await writeFile(join(out, "result.json"), JSON.stringify(result, null, 2) + "\n");
+
 const mark =
-  at === undefined ? undefined : { x: at.offeredRps, label: `knee ${at.offeredRps} req/s` };
-const offered = (f: (s: StepResult) => number): [number, number][] =>
-  steps.map((s) => [s.offeredRps, f(s)]);
+  pull.knee_offered_rps > 0
+    ? { x: pull.knee_offered_rps, label: `pull knee ${pull.knee_offered_rps} req/s` }
+    : undefined;
+const shown = Object.entries(modes).filter(
+  ([name]) => name === "pull" || name === result["best_router" as keyof typeof result],
+);
 await writeFile(
   join(out, "throughput.svg"),
   lineChart({
@@ -186,8 +199,11 @@ await writeFile(
     xLabel: "offered load (requests/s)",
     yLabel: "achieved (requests/s)",
     series: [
-      { name: "achieved", points: offered((s) => s.achievedRps) },
-      { name: "offered", points: offered((s) => s.offeredRps) },
+      ...shown.map(([name, m]) => ({
+        name,
+        points: m.steps.map((s) => [s.offeredRps, s.achievedRps] as const),
+      })),
+      { name: "offered", points: rates.map((r) => [r, r] as const) },
     ],
     ...(mark === undefined ? {} : { mark }),
   }),
@@ -198,11 +214,12 @@ await writeFile(
     title: `${workload.name}: latency vs offered load`,
     xLabel: "offered load (requests/s)",
     yLabel: "latency (ms)",
-    series: [
-      { name: "p50", points: offered((s) => s.latencyMs.p50) },
-      { name: "p90", points: offered((s) => s.latencyMs.p90) },
-      { name: "p99", points: offered((s) => s.latencyMs.p99) },
-    ],
+    series: shown.flatMap(([name, m]) =>
+      (["p50", "p99"] as const).map((p) => ({
+        name: `${name} ${p}`,
+        points: m.steps.map((s) => [s.offeredRps, s.latencyMs[p]] as const),
+      })),
+    ),
     hline: { y: workload.sloP99Ms, label: `SLO p99 ${workload.sloP99Ms} ms` },
     ...(mark === undefined ? {} : { mark }),
   }),

@@ -6,19 +6,27 @@ export {
   ANNOTATE_SUBJECT,
   ANNOTATOR_QUEUE,
   DEAD_PREFIX,
+  ROUTED_PREFIX,
   WORK_PREFIX,
   deadLetterSubject,
   modelWorkFilter,
+  parseWorkSubject,
   replySubject,
+  routedSubject,
+  routedWorkFilter,
   workSubject,
 } from "./subjects.js";
 export { Headers } from "./headers.js";
 export {
   DEAD_LETTER_STREAM,
   DEFAULT_ACK_WAIT_MS,
+  ROUTED_STREAM,
   WORK_STREAM,
   ensureDeadLetterStream,
   ensureModelConsumer,
+  ensureRoutedConsumer,
+  ensureRouterConsumer,
+  ensureRoutedStream,
   ensureWorkStream,
   modelConsumerName,
 } from "./topology.js";

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { modelWorkFilter, replySubject, workSubject } from "./subjects.js";
+import {
+  modelWorkFilter,
+  parseWorkSubject,
+  replySubject,
+  routedSubject,
+  routedWorkFilter,
+  workSubject,
+} from "./subjects.js";
 
 describe("subjects", () => {
   it("lays work out by model and bucket", () => {
@@ -9,5 +16,19 @@ describe("subjects", () => {
   });
   it.each(["a.b", "a b", "*", ">", ""])("refuses %j as a subject token", (token) => {
     expect(() => workSubject(token, 1)).toThrow(/not a valid NATS subject token/);
+    expect(() => routedSubject(token, "m", 1)).toThrow(/not a valid NATS subject token/);
+  });
+  it("lays routed work out by worker, model and bucket", () => {
+    expect(routedSubject("w1", "m", 32)).toBe("shoal.routed.v1.w1.m.b32");
+    expect(routedWorkFilter("w1", "m")).toBe("shoal.routed.v1.w1.m.>");
+  });
+  it("reads a work subject back, and nothing else", () => {
+    expect(parseWorkSubject(workSubject("all-minilm-l6-v2", 64))).toEqual({
+      modelKey: "all-minilm-l6-v2",
+      bucket: 64,
+    });
+    for (const s of ["shoal.work.v1.m", "shoal.work.v1.m.b", "shoal.routed.v1.w.m.b1", "x"]) {
+      expect(parseWorkSubject(s)).toBeUndefined();
+    }
   });
 });

@@ -6,11 +6,15 @@
  *   shoal.reply.v1.<ingress-id>           core NATS, one subscription per ingress process
  *   shoal.annotate.v1                     core NATS request/reply, queue group "annotator"
  *   shoal.dead.v1.<model-key>             JetStream, stream SHOAL_DEAD: items workers gave up on
+ *   shoal.routed.v1.<worker>.<model-key>.b<bucket>
+ *                                         JetStream, stream SHOAL_ROUTED: only in the bench's
+ *                                         top-down router mode, one worker's private queue
  */
 export const WORK_PREFIX = "shoal.work.v1";
 export const ANNOTATE_SUBJECT = "shoal.annotate.v1";
 export const DEAD_PREFIX = "shoal.dead.v1";
 export const ANNOTATOR_QUEUE = "annotator";
+export const ROUTED_PREFIX = "shoal.routed.v1";
 
 const TOKEN = /^[A-Za-z0-9_-]+$/;
 
@@ -22,6 +26,24 @@ export function workSubject(modelKey: string, bucket: number): string {
 /** Filter that matches all of a model's work, whatever the bucket. */
 export function modelWorkFilter(modelKey: string): string {
   return `${WORK_PREFIX}.${checkToken(modelKey)}.>`;
+}
+
+/** Where a router puts an item of `modelKey` in `bucket` that it assigned to `worker`. */
+export function routedSubject(worker: string, modelKey: string, bucket: number): string {
+  return `${ROUTED_PREFIX}.${checkToken(worker)}.${checkToken(modelKey)}.b${bucket}`;
+}
+
+/** Filter that matches the items of `modelKey` routed to `worker`. */
+export function routedWorkFilter(worker: string, modelKey: string): string {
+  return `${ROUTED_PREFIX}.${checkToken(worker)}.${checkToken(modelKey)}.>`;
+}
+
+/** A work subject's model key and bucket, or undefined for any other subject. */
+export function parseWorkSubject(
+  subject: string,
+): { modelKey: string; bucket: number } | undefined {
+  const m = /^shoal\.work\.v1\.([A-Za-z0-9_-]+)\.b(\d+)$/.exec(subject);
+  return m === null ? undefined : { modelKey: m[1] as string, bucket: Number(m[2]) };
 }
 
 /** Where a model's dead-lettered items go. */

@@ -8,7 +8,13 @@ import {
   type JetStreamManager,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
-import { DEAD_PREFIX, WORK_PREFIX, modelWorkFilter } from "./subjects.js";
+import {
+  DEAD_PREFIX,
+  ROUTED_PREFIX,
+  WORK_PREFIX,
+  modelWorkFilter,
+  routedWorkFilter,
+} from "./subjects.js";
 
 export interface WorkStreamOptions {
   /** @default "SHOAL_WORK" */
@@ -21,6 +27,8 @@ export interface WorkStreamOptions {
   readonly maxAgeMs?: number;
   /** Window in which a repeated `Nats-Msg-Id` is stored once. @default 2 min */
   readonly duplicateWindowMs?: number;
+  /** @default the work subjects, `shoal.work.v1.>` */
+  readonly subjects?: readonly string[];
 }
 
 export interface WorkConsumerOptions {
@@ -46,7 +54,7 @@ export async function ensureWorkStream(
   const name = options.name ?? WORK_STREAM;
   const config = {
     name,
-    subjects: [`${WORK_PREFIX}.>`],
+    subjects: [...(options.subjects ?? [`${WORK_PREFIX}.>`])],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
     discard: DiscardPolicy.New,
@@ -75,10 +83,68 @@ export async function ensureModelConsumer(
   modelKey: string,
   options: WorkConsumerOptions = {},
 ): Promise<string> {
-  const name = modelConsumerName(modelKey);
+  return ensureWorkConsumer(
+    jsm,
+    stream,
+    modelConsumerName(modelKey),
+    modelWorkFilter(modelKey),
+    options,
+  );
+}
+
+export const ROUTED_STREAM = "SHOAL_ROUTED";
+
+/**
+ * The stream of the bench's top-down router mode: the router moves each item from the work
+ * stream to one worker's subject here. Same retention and limits as the work stream.
+ */
+export async function ensureRoutedStream(
+  jsm: JetStreamManager,
+  options: WorkStreamOptions = {},
+): Promise<string> {
+  return ensureWorkStream(jsm, {
+    ...options,
+    name: options.name ?? ROUTED_STREAM,
+    subjects: [`${ROUTED_PREFIX}.>`],
+  });
+}
+
+/** The consumer of one worker's routed items of one model; only that worker pulls from it. */
+export async function ensureRoutedConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  worker: string,
+  modelKey: string,
+  options: WorkConsumerOptions = {},
+): Promise<string> {
+  return ensureWorkConsumer(
+    jsm,
+    stream,
+    `routed-${worker}-${modelKey}`,
+    routedWorkFilter(worker, modelKey),
+    options,
+  );
+}
+
+/** The consumer a top-down router takes every model's work from, in the bench's router mode. */
+export async function ensureRouterConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  options: WorkConsumerOptions = {},
+): Promise<string> {
+  return ensureWorkConsumer(jsm, stream, "router", `${WORK_PREFIX}.>`, options);
+}
+
+async function ensureWorkConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  name: string,
+  filter: string,
+  options: WorkConsumerOptions,
+): Promise<string> {
   const config = {
     durable_name: name,
-    filter_subject: modelWorkFilter(modelKey),
+    filter_subject: filter,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),

@@ -1,3 +1,4 @@
+export { apportion } from "./apportion.js";
 export type { Distribution } from "./distribution.js";
 export { compileDistribution, mean, sample } from "./distribution.js";
 export type { Knee, KneeMiss, KneeOptions } from "./knee.js";

@@ -20,6 +20,14 @@ describe("WorkerView", () => {
     expect(v.outstanding("a")).toBe(0);
   });
 
+  it("takes back a send that did not happen", () => {
+    const v = view(["a"]);
+    v.sent("a");
+    v.unsent("a");
+    v.unsent("a");
+    expect(v.outstanding("a")).toBe(0);
+  });
+
   it("ignores reports from workers that never joined and reports that go backwards", () => {
     const v = view(["a"]);
     v.report("ghost", 5);

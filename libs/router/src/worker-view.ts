@@ -41,6 +41,11 @@ export class WorkerView {
     this.#sent.set(worker, (this.#sent.get(worker) ?? 0) + 1);
   }
 
+  /** Takes back a send that did not happen after all. */
+  unsent(worker: string): void {
+    this.#sent.set(worker, Math.max(0, (this.#sent.get(worker) ?? 0) - 1));
+  }
+
   /** Items sent to `worker` and not known to be finished. */
   outstanding(worker: string): number {
     return Math.max(0, (this.#sent.get(worker) ?? 0) - (this.#done.get(worker) ?? 0));

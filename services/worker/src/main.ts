@@ -24,6 +24,13 @@ function residencyFromEnv(): WorkerResidencyOptions | undefined {
   }
   return { node, capacityBytes, heartbeatMs: envInt(env, "SHOAL_HEARTBEAT_MS") };
 }
+function workSourceFromEnv(): "shared" | "routed" {
+  const source = envString(env, "SHOAL_WORK_SOURCE", "shared");
+  if (source !== "shared" && source !== "routed") {
+    throw new ConfigError(`SHOAL_WORK_SOURCE must be shared or routed, got "${source}"`);
+  }
+  return source;
+}
 const booted = bootService("worker", env);
 try {
   const catalog = await catalogFromEnv(env);
@@ -46,6 +53,7 @@ try {
     maxDeliver: envInt(env, "SHOAL_MAX_DELIVER"),
     maxBatchesInFlight: envInt(env, "SHOAL_BATCHES_IN_FLIGHT"),
     localQueueSocket: envOptional(env, "SHOAL_LOCAL_QUEUE_SOCKET"),
+    workSource: workSourceFromEnv(),
     sidecarEnv: { ...env, OTEL_SERVICE_NAME: env["OTEL_SIDECAR_SERVICE_NAME"] ?? "shoal-sidecar" },
     modelSources: { env },
     residency: residencyFromEnv(),

@@ -12,8 +12,9 @@ import {
   type HeartbeatModel,
   type ReplicaState,
 } from "@shoal/residency";
-import { SidecarError, type SidecarClient } from "@shoal/sidecar-client";
+import { SidecarError, type LoadOptions, type SidecarClient } from "@shoal/sidecar-client";
 import type { Logger } from "@shoal/telemetry";
+import { loadOptionsFor } from "./load-options.js";
 
 /** What a worker runs for one resident model: its pull loop. */
 export interface ModelRunner {
@@ -62,7 +63,6 @@ export class ResidentModels {
   readonly #held = new Map<string, Held>();
   #sub: Subscription | undefined;
   #timer: NodeJS.Timeout | undefined;
-  #backendIsSim: boolean | undefined;
 
   constructor(options: ResidentModelsOptions) {
     this.#o = options;
@@ -74,15 +74,8 @@ export class ResidentModels {
   }
 
   /** Load options for a model on the sidecar at hand (simulation parameters on a sim one). */
-  async loadOptions(
-    client: SidecarClient,
-    entry: ModelEntry,
-  ): Promise<Parameters<SidecarClient["load"]>[2]> {
-    this.#backendIsSim ??= (await client.health()).backend === "sim";
-    return {
-      timeoutMs: this.#o.loadTimeoutMs,
-      ...(this.#backendIsSim && entry.sim !== undefined ? { sim: entry.sim } : {}),
-    };
+  async loadOptions(client: SidecarClient, entry: ModelEntry): Promise<LoadOptions> {
+    return loadOptionsFor(client, entry, this.#o.loadTimeoutMs);
   }
 
   start(): void {

@@ -12,6 +12,8 @@ import {
   drainOrClose,
   ensureDeadLetterStream,
   ensureModelConsumer,
+  ensureRoutedConsumer,
+  ensureRoutedStream,
   ensureWorkStream,
   type WorkConsumerOptions,
   type WorkStreamOptions,
@@ -32,6 +34,7 @@ import { LocalQueueClient } from "@shoal/local-queue";
 import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
+import { loadOptionsFor } from "./load-options.js";
 import { SidecarProcess } from "./sidecar-process.js";
 import { SidecarSupervisor } from "./sidecar-supervisor.js";
 
@@ -89,6 +92,13 @@ export interface WorkerOptions {
    * Unset, it loads `models` at start and serves them until it stops.
    */
   readonly residency?: WorkerResidencyOptions;
+  /**
+   * Where this worker's work comes from: `shared`, the model's queue every worker serving it
+   * pulls from (Shoal's scheduling), or `routed`, only the items a top-down router assigned to
+   * this worker (its subjects in SHOAL_ROUTED), for the bench that compares the two. Batches
+   * are formed the same way from either. @default "shared"
+   */
+  readonly workSource?: "shared" | "routed";
   /** Time to finish the batch in hand on shutdown. @default 10000 */
   readonly shutdownGraceMs?: number;
   /**
@@ -150,7 +160,9 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       });
       const client = await SidecarClient.connect({ socketPath, requestTimeoutMs: batchTimeoutMs });
       for (const model of resident?.resident() ?? models) {
-        await client.load(model.key, model.dir, await resident?.loadOptions(client, model));
+        const options = await (resident?.loadOptions(client, model) ??
+          loadOptionsFor(client, model));
+        await client.load(model.key, model.dir, options);
       }
       return { process, client };
     },
@@ -168,15 +180,21 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       ? undefined
       : new LocalQueueClient({ socketPath: options.localQueueSocket });
   const maxDeliver = options.maxDeliver ?? 10;
+  const routedStream =
+    options.workSource === "routed" ? await ensureRoutedStream(jsm, options.stream) : undefined;
   const makePuller = async (model: ModelEntry): Promise<ModelPuller | GenerationPuller> => {
-    const consumer = await ensureModelConsumer(jsm, stream, model.key, options.consumer);
+    const consumer =
+      routedStream === undefined
+        ? await ensureModelConsumer(jsm, stream, model.key, options.consumer)
+        : await ensureRoutedConsumer(jsm, routedStream, workerId, model.key, options.consumer);
+    const source = routedStream ?? stream;
     // Generators stream continuously instead of running batches: their own puller.
     if (model.family === "generator") {
       return new GenerationPuller({
         ...generationDefaults(options.generation),
         nc,
         js,
-        stream,
+        stream: source,
         consumer,
         model,
         sidecar: () => supervisor.client(),
@@ -191,7 +209,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     return new ModelPuller({
       nc,
       js,
-      stream,
+      stream: source,
       consumer,
       model,
       sidecar: () => supervisor.client(),

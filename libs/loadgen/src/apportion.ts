@@ -1,0 +1,27 @@
+/**
+ * Splits `total` whole units (accelerators) among items in proportion to `weights`
+ * (popularity), at least one each, by largest remainder: how the fleet bench places a model's
+ * replicas.
+ */
+export function apportion(weights: readonly number[], total: number): number[] {
+  if (!Number.isInteger(total) || total < weights.length) {
+    throw new RangeError(`apportion: ${total} units cannot give each of ${weights.length} one`);
+  }
+  if (weights.some((w) => !(w > 0) || !Number.isFinite(w))) {
+    throw new RangeError("apportion: weights must be positive and finite");
+  }
+  const spare = total - weights.length;
+  const sum = weights.reduce((a, b) => a + b, 0);
+  const exact = weights.map((w) => (w / sum) * spare);
+  const shares = exact.map((x) => 1 + Math.floor(x));
+  const byRemainder = exact
+    .map((x, i) => [x - Math.floor(x), i] as const)
+    .sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  let left = total - shares.reduce((a, b) => a + b, 0);
+  for (const [, i] of byRemainder) {
+    if (left <= 0) break;
+    shares[i] = (shares[i] as number) + 1;
+    left--;
+  }
+  return shares;
+}

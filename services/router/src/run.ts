@@ -1,0 +1,74 @@
+import { connectNats, drainOrClose } from "@shoal/jetstream";
+import { ROUTING_POLICIES, Router, type RoutingPolicy } from "@shoal/router";
+import type { Logger } from "@shoal/telemetry";
+
+export interface RouterServiceOptions {
+  readonly natsServers: string | readonly string[];
+  readonly policy: RoutingPolicy;
+  readonly refreshMs: number;
+  /** Each worker's id and the model keys it serves. */
+  readonly workers: ReadonlyMap<string, readonly string[]>;
+  readonly logger: Logger;
+}
+
+export interface RunningRouter {
+  readonly router: Router;
+  /** Stops taking work, then drains NATS. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Parses `SHOAL_ROUTER_WORKERS`: `worker=key,key;worker=key`, each worker with the model keys
+ * it serves.
+ */
+export function parseWorkers(spec: string): Map<string, string[]> {
+  const workers = new Map<string, string[]>();
+  for (const part of spec.split(";").filter((p) => p.trim() !== "")) {
+    const [worker, models, ...rest] = part.split("=").map((s) => s.trim());
+    const keys = (models ?? "").split(",").filter((k) => k !== "");
+    if (worker === undefined || worker === "" || rest.length > 0 || keys.length === 0) {
+      throw new Error(`SHOAL_ROUTER_WORKERS: "${part}" is not worker=key[,key...]`);
+    }
+    if (workers.has(worker)) throw new Error(`SHOAL_ROUTER_WORKERS: worker ${worker} twice`);
+    workers.set(worker, keys);
+  }
+  if (workers.size === 0) throw new Error("SHOAL_ROUTER_WORKERS names no worker");
+  return workers;
+}
+
+export function parsePolicy(value: string): RoutingPolicy {
+  const policy = ROUTING_POLICIES.find((p) => p === value);
+  if (policy === undefined) {
+    throw new Error(
+      `SHOAL_ROUTER_POLICY must be one of ${ROUTING_POLICIES.join(", ")}, got "${value}"`,
+    );
+  }
+  return policy;
+}
+
+/**
+ * The top-down router of the bench's router mode (libs/router): not part of a Shoal cluster,
+ * whose workers pull; it exists to measure what pulling is compared with.
+ */
+export async function run(options: RouterServiceOptions): Promise<RunningRouter> {
+  if (!(options.refreshMs >= 1)) throw new Error("the router's refresh interval must be ≥ 1 ms");
+  const nc = await connectNats(options.natsServers, "shoal-router");
+  const router = await Router.start({
+    nc,
+    policy: options.policy,
+    refreshMs: options.refreshMs,
+    workers: options.workers,
+    logger: options.logger,
+  });
+  options.logger.info(
+    { policy: options.policy, refresh_ms: options.refreshMs, workers: options.workers.size },
+    "router routing",
+  );
+  return {
+    router,
+    async stop() {
+      await router.stop();
+      await drainOrClose(nc);
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * One load sweep of a bench mode: the workload's steps in turn against one harness, stopping
+ * two steps past the knee, and the summary `result.json` reports for the mode.
+ */
+import {
+  findKnee,
+  kneeMiss,
+  planStep,
+  runStep,
+  type Send,
+  type StepProgress,
+  type StepResult,
+  type Workload,
+} from "@shoal/loadgen";
+import type { Harness } from "./harness/harness.js";
+
+export interface ModeResult {
+  readonly knee_rps: number;
+  readonly knee_offered_rps: number;
+  readonly knee_tokens_per_s: number;
+  readonly p50_ms_at_knee: number | null;
+  readonly p90_ms_at_knee: number | null;
+  readonly p99_ms_at_knee: number | null;
+  readonly utilization_at_knee: number | null;
+  readonly first_miss: { readonly offered_rps: number | undefined; readonly reason: string } | null;
+  readonly steps: readonly StepResult[];
+}
+
+function progress(label: string, stepSeconds: number, p: StepProgress): void {
+  const line =
+    `[bench] ${label} ${p.offeredRps} req/s  ${p.elapsedS.toFixed(0)}/${stepSeconds}s  ` +
+    `sent ${p.sent}  answered ${p.answered}  failed ${p.failed}  in flight ${p.inFlight}`;
+  if (process.stderr.isTTY) process.stderr.write(`\r${line}\u001b[K`);
+  else if (Math.round(p.elapsedS) % 5 === 0) console.error(line);
+}
+
+/** Runs the steps (`rates`, ascending) of `workload` against `harness` with `send`. */
+export async function sweep(
+  label: string,
+  harness: Harness,
+  workload: Workload,
+  rates: readonly number[],
+  send: Send,
+): Promise<ModeResult> {
+  const steps: StepResult[] = [];
+  let misses = 0;
+  for (const [i, rate] of rates.entries()) {
+    const busyBefore = await harness.busyUs();
+    const started = performance.now();
+    const result = await runStep({
+      offeredRps: rate,
+      plan: planStep(workload, i, rate, workload.load.stepSeconds),
+      seconds: workload.load.stepSeconds,
+      warmupSeconds: workload.load.warmupSeconds,
+      drainMs: Math.max(10_000, 5 * workload.sloP99Ms),
+      send,
+      onProgress: (p) => {
+        progress(label, workload.load.stepSeconds, p);
+      },
+    });
+    const wallUs = (performance.now() - started) * 1000;
+    const step = {
+      ...result,
+      utilization: ((await harness.busyUs()) - busyBefore) / (harness.accelerators * wallUs),
+    };
+    steps.push(step);
+    if (process.stderr.isTTY) process.stderr.write("\n");
+    console.error(
+      `[bench] ${label} ${rate} req/s: achieved ${step.achievedRps.toFixed(1)} req/s, ` +
+        `${step.achievedTokensPerS.toFixed(0)} tokens/s, p99 ${step.latencyMs.p99.toFixed(0)} ms, ` +
+        `failed ${step.failed}, utilization ${(step.utilization * 100).toFixed(0)} %`,
+    );
+    misses = kneeMiss(step, { sloP99Ms: workload.sloP99Ms }) === undefined ? 0 : misses + 1;
+    if (misses >= 2) break;
+  }
+  const knee = findKnee(steps, { sloP99Ms: workload.sloP99Ms });
+  const at = knee.step;
+  return {
+    knee_rps: at?.achievedRps ?? 0,
+    knee_offered_rps: at?.offeredRps ?? 0,
+    knee_tokens_per_s: at?.achievedTokensPerS ?? 0,
+    p50_ms_at_knee: at?.latencyMs.p50 ?? null,
+    p90_ms_at_knee: at?.latencyMs.p90 ?? null,
+    p99_ms_at_knee: at?.latencyMs.p99 ?? null,
+    utilization_at_knee: at?.utilization ?? null,
+    first_miss:
+      knee.firstMiss === undefined
+        ? null
+        : { offered_rps: steps[knee.firstMiss.index]?.offeredRps, reason: knee.firstMiss.reason },
+    steps,
+  };
+}
+
+/** A step as result.json writes it, in the file's snake_case. */
+export function stepJson(s: StepResult): Record<string, unknown> {
+  return {
+    offered_rps: s.offeredRps,
+    sent: s.sent,
+    sent_rps: s.sentRps,
+    achieved_rps: s.achievedRps,
+    achieved_tokens_per_s: s.achievedTokensPerS,
+    failed: s.failed,
+    latency_ms: s.latencyMs,
+    utilization: s.utilization ?? null,
+  };
+}
