@@ -113,10 +113,20 @@ export class Router {
     while (!this.#stopping) {
       let messages: WorkMessage[];
       try {
+        // A long poll for one item returns as soon as it arrives; a pull for many would wait
+        // for all of them (or its expiry) and hold the first one back. What else is queued by
+        // then comes with one no-wait pull.
         messages = await pull(this.#o.nc, this.#stream, this.#consumer, {
-          batch: this.#o.pullBatch ?? 256,
+          batch: 1,
           expiresMs: 500,
         });
+        if (messages.length > 0) {
+          messages.push(
+            ...(await pull(this.#o.nc, this.#stream, this.#consumer, {
+              batch: (this.#o.pullBatch ?? 256) - 1,
+            })),
+          );
+        }
       } catch (err) {
         // stop() may have been called while the pull was open.
         if (this.#isStopping() || this.#o.nc.isClosed()) return;
