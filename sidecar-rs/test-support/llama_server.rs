@@ -68,6 +68,10 @@ pub struct LlamaServer {
     child: Child,
     /// The server's stderr, read when it fails to start.
     log: PathBuf,
+    /// See [`LlamaServer::exclusive`]. Only the tests that share a server across threads (the
+    /// openai crate's) take it; the server crate's includer never does.
+    #[allow(dead_code)]
+    turn: std::sync::Mutex<()>,
 }
 
 impl LlamaServer {
@@ -130,6 +134,7 @@ impl LlamaServer {
             alias: alias.to_owned(),
             child,
             log,
+            turn: std::sync::Mutex::new(()),
         };
         server.wait_ready(port, api_key);
         server
@@ -156,6 +161,26 @@ impl LlamaServer {
     /// The server's port.
     pub fn port(&self) -> u16 {
         self.url.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// Held by a test that compares greedy text with the server's own, so that no other test
+    /// sharing the server changes its KV cache in between (see [`LlamaServer::json_warm`]). A
+    /// test that panicked while holding it does not stop the others.
+    #[allow(dead_code)]
+    pub fn exclusive(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.turn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// [`LlamaServer::json`] as the server answers a request it has just seen. llama-cpp-python
+    /// reuses the KV cache of the prompt it read last and then evaluates only the last prompt
+    /// token afresh, so the first request for a prompt and every later one take different float
+    /// paths and may break a near-tie differently (seen on an AVX2 build); asking twice gives
+    /// the answer of the path the next identical request, the one under test, will take.
+    pub fn json_warm(&self, path: &str, body: &serde_json::Value) -> serde_json::Value {
+        self.json(path, body);
+        self.json(path, body)
     }
 
     /// A JSON request straight to the server, bypassing the sidecar, for comparisons.

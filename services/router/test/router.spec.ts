@@ -104,30 +104,28 @@ describe("router service", () => {
     expect((await jsm.streams.info(WORK_STREAM)).state.messages).toBe(0);
   });
 
-  it("least-outstanding sends new work to the worker whose answers it has seen", async () => {
-    await startRouter("least-outstanding");
+  /**
+   * Four items split two and two; w1 answers its two while w2 stays silent; then two more.
+   * Returns how many each worker got in all.
+   */
+  async function fourThenTwoAfterW1Answers(refreshMs: number): Promise<number[]> {
+    await startRouter("least-outstanding", refreshMs);
     await enqueue(4);
     await until(() => router?.router.routed === 4);
-    // w1 answers its two; w2 stays silent, so after a refresh w1 looks idle.
     answer("w1", 2);
     await new Promise((r) => setTimeout(r, 50));
     await enqueue(2);
     await until(() => router?.router.routed === 6);
-    const [a, b] = await Promise.all([take("w1"), take("w2")]);
-    expect(a).toHaveLength(4);
-    expect(b).toHaveLength(2);
+    return (await Promise.all([take("w1"), take("w2")])).map((got) => got.length);
+  }
+
+  it("least-outstanding sends new work to the worker whose answers it has seen", async () => {
+    // Refreshed every 5 ms, the view shows w1 idle: both new items go there.
+    expect(await fourThenTwoAfterW1Answers(5)).toEqual([4, 2]);
   });
 
   it("a stale view herds: without a refresh, answers change nothing", async () => {
-    await startRouter("least-outstanding", 60_000);
-    await enqueue(4);
-    await until(() => router?.router.routed === 4);
-    answer("w1", 2);
-    await new Promise((r) => setTimeout(r, 50));
-    await enqueue(2);
-    await until(() => router?.router.routed === 6);
-    const [a, b] = await Promise.all([take("w1"), take("w2")]);
-    expect([a.length, b.length]).toEqual([3, 3]);
+    expect(await fourThenTwoAfterW1Answers(60_000)).toEqual([3, 3]);
   });
 
   it("holds the items of a model no worker serves on the work stream", async () => {

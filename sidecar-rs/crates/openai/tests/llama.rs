@@ -161,7 +161,7 @@ fn drive(generator: &dyn Generator, ids: &[SequenceId]) -> Vec<(String, usize, S
 }
 
 fn direct_completion(server: &LlamaServer, max_tokens: usize) -> String {
-    let answer = server.json(
+    let answer = server.json_warm(
         "/v1/completions",
         &json!({
             "model": server.alias, "prompt": PROMPT, "max_tokens": max_tokens,
@@ -175,6 +175,7 @@ fn direct_completion(server: &LlamaServer, max_tokens: usize) -> String {
 #[test]
 fn streams_the_greedy_completion_the_server_gives() {
     let server = generate_server();
+    let _turn = server.exclusive();
     let backend = load(settings(server, "generate")).expect("loads");
     assert_eq!(backend.family(), ModelFamily::Generate);
     let generator = backend.generator().expect("a generator");
@@ -204,6 +205,7 @@ fn streams_the_greedy_completion_the_server_gives() {
 #[test]
 fn stop_strings_end_generation_before_them() {
     let server = generate_server();
+    let _turn = server.exclusive();
     let backend = load(settings(server, "generate")).expect("loads");
     let generator = backend.generator().unwrap();
     let full = direct_completion(server, 24);
@@ -238,13 +240,14 @@ fn stop_strings_end_generation_before_them() {
 #[test]
 fn chat_messages_go_through_the_chat_endpoint() {
     let server = generate_server();
+    let _turn = server.exclusive();
     let backend = load(settings(server, "generate")).expect("loads");
     let generator = backend.generator().unwrap();
     let messages = vec![ChatMessage {
         role: "user".into(),
         content: "What is the capital of France?".into(),
     }];
-    let direct = server.json(
+    let direct = server.json_warm(
         "/v1/chat/completions",
         &json!({
             "model": server.alias,
@@ -264,6 +267,7 @@ fn chat_messages_go_through_the_chat_endpoint() {
 #[test]
 fn sequences_run_side_by_side_and_cancel_alone() {
     let server = generate_server();
+    let _turn = server.exclusive();
     let backend = load(settings(server, "generate")).expect("loads");
     let generator = backend.generator().unwrap();
     let expected = direct_completion(server, 8);
@@ -329,6 +333,7 @@ fn sequences_run_side_by_side_and_cancel_alone() {
 #[test]
 fn load_refuses_what_the_remote_does_not_serve() {
     let server = generate_server();
+    let _turn = server.exclusive();
     let mut wrong = settings(server, "generate");
     wrong.remote_model = Some("gpt-17".into());
     let error = load(wrong).unwrap_err();

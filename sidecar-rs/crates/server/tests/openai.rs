@@ -200,23 +200,15 @@ async fn generate(client: &mut Client, id: u64, fields: &[(&str, V)]) -> (String
     }
 }
 
-/// What the server answers for `PROMPT` when asked directly, in the state the sidecar's request
-/// will find it in. llama-cpp-python reuses the KV cache of the prompt it saw last and then
-/// evaluates only the last prompt token afresh, so the first request for a prompt and every
-/// later one take different float paths and may break a near-tie differently (seen on an AVX2
-/// build); asking twice puts the direct answer on the path later requests take.
 fn direct_completion(server: &LlamaServer, max_tokens: u64) -> String {
-    let ask = || {
-        server.json(
-            "/v1/completions",
-            &json!({
-                "model": server.alias, "prompt": PROMPT, "max_tokens": max_tokens,
-                "temperature": 0.0, "top_p": 1.0, "seed": 7,
-            }),
-        )
-    };
-    ask();
-    ask()["choices"][0]["text"].as_str().unwrap().to_owned()
+    let answer = server.json_warm(
+        "/v1/completions",
+        &json!({
+            "model": server.alias, "prompt": PROMPT, "max_tokens": max_tokens,
+            "temperature": 0.0, "top_p": 1.0, "seed": 7,
+        }),
+    );
+    answer["choices"][0]["text"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
