@@ -94,11 +94,28 @@ async function warm(send: ReturnType<typeof restSender>, w: Workload): Promise<v
   }
 }
 
+/**
+ * The cluster running now. Its services are child processes that outlive an interrupted bench
+ * unless stopped, so Ctrl-C or a kill stops it before exiting.
+ */
+let running: { stop(): Promise<void> } | undefined;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    console.error(`[bench] ${signal}: stopping the cluster`);
+    // The step in progress now fails against the cluster being torn down; that is expected
+    // and not worth a stack trace.
+    process.on("uncaughtException", () => undefined);
+    process.on("unhandledRejection", () => undefined);
+    void (running?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+  });
+}
+
 const modes: Record<string, ModeResult> = {};
 let extra: Record<string, unknown> = {};
 
 if (scenario === "minilm") {
   const harness = await startRealCluster({ models: [MINILM] });
+  running = harness;
   try {
     const send = restSender(harness.baseUrl);
     await warm(send, workload);
@@ -133,6 +150,7 @@ if (scenario === "minilm") {
   const workerEnv = { SHOAL_BATCH_TARGET_MS: "500" };
   extra = { accelerators: replicas.reduce((a, b) => a + b, 0), placement: models, cost };
   const pull = await startSimFleet({ models, cost, routed: false, workerEnv });
+  running = pull;
   try {
     const send = restSender(pull.baseUrl);
     await warm(send, workload);
@@ -142,6 +160,7 @@ if (scenario === "minilm") {
   }
   if (values.compare === "router") {
     const routed = await startSimFleet({ models, cost, routed: true, workerEnv });
+    running = routed;
     try {
       const send = restSender(routed.baseUrl);
       for (const policy of policies) {
