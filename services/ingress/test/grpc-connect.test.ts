@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import {
   createConnectTransport,
@@ -6,12 +5,11 @@ import {
   createGrpcWebTransport,
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { InferenceService, ModelFamily } from "@shoal/proto";
-import { repoRoot } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cosine, minilmFixture, norm } from "./support/fixture.js";
 import { MINILM, startCluster, type TestCluster } from "./support/cluster.js";
+import { grpcError, inferenceStub, unary } from "./support/grpc-js.js";
 
 let cluster: TestCluster;
 
@@ -24,66 +22,20 @@ afterAll(async () => {
   await cluster.stop();
 });
 
-interface GrpcEmbedding {
-  values: number[];
-  tokens: number;
-  truncated: boolean;
-}
 interface GrpcEmbedResponse {
   model: string;
-  embeddings: GrpcEmbedding[];
-}
-interface InferenceStub extends grpc.Client {
-  Embed(
-    req: { model: string; inputs: string[] },
-    metadata: grpc.Metadata,
-    options: grpc.CallOptions,
-    cb: grpc.requestCallback<GrpcEmbedResponse>,
-  ): grpc.ClientUnaryCall;
-}
-
-function grpcEmbed(
-  stub: InferenceStub,
-  req: { model: string; inputs: string[] },
-  options: grpc.CallOptions = {},
-): Promise<GrpcEmbedResponse> {
-  return new Promise((resolve, reject) => {
-    stub.Embed(req, new grpc.Metadata(), options, (err, res) => {
-      if (err !== null || res === undefined) reject(err ?? new Error("empty response"));
-      else resolve(res);
-    });
-  });
-}
-
-/** A stub generated at run time from proto/ by @grpc/grpc-js, as a polyglot client would. */
-function grpcStub(): InferenceStub {
-  const definition = protoLoader.loadSync(
-    join(repoRoot(), "proto", "shoal", "inference", "v1", "inference.proto"),
-    {
-      includeDirs: [join(repoRoot(), "proto")],
-      defaults: true,
-    },
-  );
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-    shoal: { inference: { v1: { InferenceService: grpc.ServiceClientConstructor } } };
-  };
-  const url = cluster.baseUrl.replace("http://", "");
-  return new pkg.shoal.inference.v1.InferenceService(
-    url,
-    grpc.credentials.createInsecure(),
-  ) as never;
+  embeddings: { values: number[]; tokens: number; truncated: boolean }[];
 }
 
 describe("@grpc/grpc-js client", () => {
   it("calls Embed over HTTP/2 and gets the reference vectors", async () => {
-    const stub = grpcStub();
+    const stub = inferenceStub(cluster.baseUrl);
     const fixture = minilmFixture().slice(0, 5);
-    const res = await grpcEmbed(
+    const res = await unary<GrpcEmbedResponse>(
       stub,
+      "Embed",
       { model: MINILM, inputs: fixture.map((s) => s.text) },
-      {
-        deadline: Date.now() + 30_000,
-      },
+      { deadline: Date.now() + 30_000 },
     );
     expect(res.model).toBe(MINILM);
     expect(res.embeddings).toHaveLength(fixture.length);
@@ -95,15 +47,35 @@ describe("@grpc/grpc-js client", () => {
   });
 
   it("gets NOT_FOUND naming the available models for an unknown model", async () => {
-    const stub = grpcStub();
-    const err = (await grpcEmbed(stub, { model: "nope", inputs: ["x"] }).catch(
-      (e: unknown) => e,
-    )) as grpc.ServiceError;
+    const stub = inferenceStub(cluster.baseUrl);
+    const err = await grpcError(unary(stub, "Embed", { model: "nope", inputs: ["x"] }));
     expect(err.code).toBe(grpc.status.NOT_FOUND);
     // connect-node percent-encodes grpc-message more eagerly than grpc-js's decodeURI undoes.
     expect(decodeURIComponent(err.details)).toMatch(
       /available: sentence-transformers\/all-MiniLM-L6-v2/,
     );
+    stub.close();
+  });
+
+  it("lists the catalog with ListModels", async () => {
+    const stub = inferenceStub(cluster.baseUrl);
+    const res = await unary<{ models: { id: string; family: string; dimensions: number }[] }>(
+      stub,
+      "ListModels",
+      {},
+    );
+    expect(res.models).toContainEqual(
+      expect.objectContaining({ id: MINILM, family: "MODEL_FAMILY_EMBEDDING", dimensions: 384 }),
+    );
+    stub.close();
+  });
+
+  it("gets INVALID_ARGUMENT for empty inputs and keeps serving the same channel", async () => {
+    const stub = inferenceStub(cluster.baseUrl);
+    const err = await grpcError(unary(stub, "Embed", { model: MINILM, inputs: [] }));
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const res = await unary<GrpcEmbedResponse>(stub, "Embed", { model: MINILM, inputs: ["ok"] });
+    expect(res.embeddings).toHaveLength(1);
     stub.close();
   });
 });

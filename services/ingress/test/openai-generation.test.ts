@@ -1,8 +1,6 @@
-import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import OpenAI, { APIError, BadRequestError, NotFoundError } from "openai";
-import { repoRoot } from "@shoal/testing";
+import { collectStream, inferenceStub } from "./support/grpc-js.js";
 import { runPytest } from "./support/pytest.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -293,47 +291,12 @@ interface GrpcGenerateResponse {
   index: number;
   usage: { inputTokens: number; outputTokens: number } | null;
 }
-interface GenerateStub extends grpc.Client {
-  Generate(
-    req: object,
-    metadata: grpc.Metadata,
-    options: grpc.CallOptions,
-  ): grpc.ClientReadableStream<GrpcGenerateResponse>;
-}
-
-/** A stub generated at run time from proto/ by @grpc/grpc-js, as a polyglot client would. */
-function grpcStub(): GenerateStub {
-  const definition = protoLoader.loadSync(
-    join(repoRoot(), "proto", "shoal", "inference", "v1", "inference.proto"),
-    { includeDirs: [join(repoRoot(), "proto")], defaults: true, enums: String },
-  );
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-    shoal: { inference: { v1: { InferenceService: grpc.ServiceClientConstructor } } };
-  };
-  return new pkg.shoal.inference.v1.InferenceService(
-    cluster.baseUrl.replace("http://", ""),
-    grpc.credentials.createInsecure(),
-  ) as never;
-}
-
-function collectStream(
-  call: grpc.ClientReadableStream<GrpcGenerateResponse>,
-): Promise<GrpcGenerateResponse[]> {
-  return new Promise((resolve, reject) => {
-    const messages: GrpcGenerateResponse[] = [];
-    call.on("data", (m: GrpcGenerateResponse) => messages.push(m));
-    call.on("error", reject);
-    call.on("end", () => {
-      resolve(messages);
-    });
-  });
-}
 
 describe("Generate with @grpc/grpc-js", { timeout: 240_000 }, () => {
   it("streams text messages, then the finish and usage", async () => {
-    const stub = grpcStub();
+    const stub = inferenceStub(cluster.baseUrl);
     try {
-      const messages = await collectStream(
+      const messages = await collectStream<GrpcGenerateResponse>(
         stub.Generate(
           {
             model: SMOLLM2,
@@ -362,9 +325,9 @@ describe("Generate with @grpc/grpc-js", { timeout: 240_000 }, () => {
   });
 
   it("answers DEADLINE_EXCEEDED for a deadline already past", async () => {
-    const stub = grpcStub();
+    const stub = inferenceStub(cluster.baseUrl);
     try {
-      const err = await collectStream(
+      const err = await collectStream<GrpcGenerateResponse>(
         stub.Generate(
           { model: SMOLLM2, prompt: "hi", sampling: { maxTokens: 4 } },
           new grpc.Metadata(),
@@ -378,7 +341,7 @@ describe("Generate with @grpc/grpc-js", { timeout: 240_000 }, () => {
   });
 
   it("answers NOT_FOUND for an unknown model and INVALID_ARGUMENT for n beyond the limit", async () => {
-    const stub = grpcStub();
+    const stub = inferenceStub(cluster.baseUrl);
     try {
       const call = (req: object): Promise<unknown> =>
         collectStream(stub.Generate(req, new grpc.Metadata(), {})).catch((e: unknown) => e);

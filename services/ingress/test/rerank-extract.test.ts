@@ -1,11 +1,19 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { InferenceService } from "@shoal/proto";
 import { repoRoot, TINY, tinyHeadsCatalogDocument } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGenerationCluster, type GenerationCluster } from "./support/generation-cluster.js";
+import {
+  grpcError,
+  inferenceStub,
+  unary,
+  type InferenceStub,
+  type UnaryMethod,
+} from "./support/grpc-js.js";
 import { runPytest } from "./support/pytest.js";
 
 // Rerank, classify and extract through the whole cluster (ingress → annotator → JetStream →
@@ -196,6 +204,94 @@ describe("POST /v1/extract", { timeout: 120_000 }, () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.DeadlineExceeded);
+  });
+});
+
+describe("@grpc/grpc-js client", { timeout: 120_000 }, () => {
+  const { pairs } = fixture("cross-encoder") as { pairs: Pair[] };
+  const query = pairs[0]?.query ?? "";
+  const sameQuery = pairs.filter((p) => p.query === query);
+  let stub: InferenceStub;
+
+  beforeAll(() => {
+    stub = inferenceStub(cluster.baseUrl);
+  });
+
+  afterAll(() => {
+    stub.close();
+  });
+
+  it("calls Score and gets the reference's scores in document order", async () => {
+    const res = await unary<{ model: string; scores: number[]; usage: { inputTokens: number } }>(
+      stub,
+      "Score",
+      { model: TINY.crossEncoder, query, documents: sameQuery.map((p) => p.document) },
+      { deadline: Date.now() + 60_000 },
+    );
+    expect(res.model).toBe(TINY.crossEncoder);
+    expect(res.scores).toHaveLength(sameQuery.length);
+    res.scores.forEach((s, i) => {
+      expect(s).toBeCloseTo(sameQuery[i]?.score ?? NaN, 4);
+    });
+    expect(res.usage.inputTokens).toBeGreaterThan(0);
+  });
+
+  it("calls Extract and gets the reference's entities with their offsets", async () => {
+    const { inputs } = fixture("ner") as {
+      inputs: { text: string; entities: { label: string; start: number; end: number }[] }[];
+    };
+    const res = await unary<{
+      results: { entities: { label: string; start: number; end: number }[] }[];
+    }>(stub, "Extract", { model: TINY.ner, inputs: inputs.map((i) => i.text) });
+    expect(res.results).toHaveLength(inputs.length);
+    inputs.forEach((input, i) => {
+      const got = res.results[i]?.entities ?? [];
+      expect(got.map(({ label, start, end }) => [label, start, end])).toEqual(
+        input.entities.map(({ label, start, end }) => [label, start, end]),
+      );
+    });
+  });
+
+  it("calls Extract on a classifier and gets labels, most probable first", async () => {
+    const { inputs } = fixture("classifier") as { inputs: { text: string }[] };
+    const res = await unary<{ results: { labels: { probability: number }[] }[] }>(stub, "Extract", {
+      model: TINY.classifier,
+      inputs: [inputs[0]?.text ?? ""],
+    });
+    const probabilities = res.results[0]?.labels.map((l) => l.probability) ?? [];
+    expect(probabilities.length).toBeGreaterThan(1);
+    expect(probabilities).toEqual([...probabilities].sort((a, b) => b - a));
+  });
+
+  it.each<[string, UnaryMethod, object, grpc.status]>([
+    [
+      "Score on a NER model",
+      "Score",
+      { model: TINY.ner, query: "q", documents: ["a"] },
+      grpc.status.INVALID_ARGUMENT,
+    ],
+    [
+      "Score with no documents",
+      "Score",
+      { model: TINY.crossEncoder, query: "q" },
+      grpc.status.INVALID_ARGUMENT,
+    ],
+    [
+      "Extract on an unknown model",
+      "Extract",
+      { model: "nope", inputs: ["x"] },
+      grpc.status.NOT_FOUND,
+    ],
+  ])("answers %s with the right status code", async (_what, method, req, code) => {
+    const err = await grpcError(unary(stub, method, req));
+    expect(err.code).toBe(code);
+  });
+
+  it("answers DEADLINE_EXCEEDED for an Extract whose deadline is already past", async () => {
+    const err = await grpcError(
+      unary(stub, "Extract", { model: TINY.ner, inputs: ["x"] }, { deadline: Date.now() - 1 }),
+    );
+    expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
   });
 });
 
