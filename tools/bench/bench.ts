@@ -16,28 +16,29 @@
  *   `pull_over_router`: pull's knee over the best router configuration's.
  *
  * `--workload` replaces the scenario's workload file and `--steps N` keeps only its first N
- * rates (a quick look); each sweep stops two steps past its knee.
+ * rates (a quick look); each sweep stops two steps past its knee. `--bundle <file>` runs the
+ * services with that config bundle, `--bundle none` with the untuned defaults; by default
+ * `minilm` runs with the bundle the services pick for this hardware (`bundles/cpu.json`) and
+ * `fleet` with `bundles/sim-fleet.json`, tuned for its simulated accelerators.
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import {
-  apportion,
-  compileWorkload,
-  lineChart,
-  planStep,
-  zipfWeights,
-  type Workload,
-} from "@shoal/loadgen";
+import { compileWorkload, lineChart, planStep } from "@shoal/loadgen";
+import { bundleFromEnv } from "@shoal/process";
 import { ROUTING_POLICIES } from "@shoal/router";
-import { repoRoot } from "@shoal/testing";
-import { startRealCluster } from "./harness/real-cluster.js";
-import { startSimFleet } from "./harness/sim-fleet.js";
 import { rawEmbedThroughput } from "./raw-denominator.js";
+import {
+  defaultBundle,
+  fleetPlacement,
+  FLEET_COST,
+  startScenario,
+  stopOnSignal,
+  warm,
+  workloadPath,
+} from "./scenarios.js";
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
 import { restSender } from "./targets/rest.js";
-
-const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
 
 const { values } = parseArgs({
   options: {
@@ -48,12 +49,14 @@ const { values } = parseArgs({
     policies: { type: "string", default: ROUTING_POLICIES.join(",") },
     "refresh-ms": { type: "string", default: "1,10,100" },
     accelerators: { type: "string", default: "32" },
+    bundle: { type: "string" },
     out: { type: "string" },
   },
 });
 const usage =
   "usage: npm run bench -- --scenario minilm|fleet --out <dir> [--compare router] " +
-  "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32]";
+  "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
+  "[--bundle <file>|none]";
 const scenario = values.scenario;
 if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined) {
   console.error(usage);
@@ -72,9 +75,10 @@ const policies = values.policies.split(",").map((p) => {
   return policy;
 });
 const refreshes = values["refresh-ms"].split(",").map(Number);
-const workloadPath =
-  values.workload ?? join(repoRoot(), "tools", "bench", "workloads", `${scenario}.json`);
-const workload = compileWorkload(JSON.parse(await readFile(workloadPath, "utf8")));
+const workload = compileWorkload(
+  JSON.parse(await readFile(values.workload ?? workloadPath(scenario), "utf8")),
+);
+const bundle = values.bundle ?? defaultBundle(scenario);
 const rates = workload.load.rates.slice(
   0,
   values.steps === undefined ? undefined : Number(values.steps),
@@ -82,39 +86,16 @@ const rates = workload.load.rates.slice(
 const out = values.out;
 await mkdir(out, { recursive: true });
 
-/** One request per model, so no step pays for a cold tokenizer or a first batch. */
-async function warm(send: ReturnType<typeof restSender>, w: Workload): Promise<void> {
-  for (const entry of w.mix) {
-    for (const model of entry.models) {
-      await send(
-        { atMs: 0, function: entry.function, model, inputTokens: [8], maxTokens: 1, stream: false },
-        AbortSignal.timeout(300_000),
-      );
-    }
-  }
-}
-
-/**
- * The cluster running now. Its services are child processes that outlive an interrupted bench
- * unless stopped, so Ctrl-C or a kill stops it before exiting.
- */
 let running: { stop(): Promise<void> } | undefined;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    console.error(`[bench] ${signal}: stopping the cluster`);
-    // The step in progress now fails against the cluster being torn down; that is expected
-    // and not worth a stack trace.
-    process.on("uncaughtException", () => undefined);
-    process.on("unhandledRejection", () => undefined);
-    void (running?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
-  });
-}
+stopOnSignal(() => running);
 
 const modes: Record<string, ModeResult> = {};
-let extra: Record<string, unknown> = {};
+// The bundle the services will load, as they resolve it (the hardware's, unless named).
+const loaded = await bundleFromEnv(bundle === undefined ? {} : { SHOAL_BUNDLE: bundle });
+let extra: Record<string, unknown> = { bundle: loaded?.source.path ?? "none" };
 
 if (scenario === "minilm") {
-  const harness = await startRealCluster({ models: [MINILM] });
+  const harness = await startScenario(scenario, workload, { bundle });
   running = harness;
   try {
     const send = restSender(harness.baseUrl);
@@ -126,6 +107,7 @@ if (scenario === "minilm") {
     const inputs = planStep(workload, 999, 200, 10);
     const raw = await rawEmbedThroughput(harness.sidecar, "all-minilm-l6-v2", inputs, 4096, 20);
     extra = {
+      ...extra,
       sidecar_raw: raw,
       cluster_over_raw: (modes["pull"].knee_tokens_per_s || 0) / raw.tokens_per_s,
     };
@@ -133,23 +115,15 @@ if (scenario === "minilm") {
     await harness.stop();
   }
 } else {
-  const entry = workload.mix[0];
-  if (entry === undefined || workload.mix.length !== 1 || entry.function !== "embed") {
-    throw new Error("the fleet scenario takes a workload of one embed mix entry");
-  }
-  const replicas = apportion(zipfWeights(entry.models.length, 1), Number(values.accelerators));
-  const models = entry.models.map((id, i) => ({
-    id,
-    key: id.replace(/^sim\//, ""),
-    replicas: replicas[i] as number,
-  }));
-  // Simulated accelerators slow enough that this machine's two cores keep up with the
-  // cluster's own work at the fleet's knee, with a fixed cost per batch large against the
-  // per-token cost, as on a GPU, so that batch size matters.
-  const cost = { fixedUs: 100_000, perPaddedTokenNs: 100_000 };
-  const workerEnv = { SHOAL_BATCH_TARGET_MS: "500" };
-  extra = { accelerators: replicas.reduce((a, b) => a + b, 0), placement: models, cost };
-  const pull = await startSimFleet({ models, cost, routed: false, workerEnv });
+  const accelerators = Number(values.accelerators);
+  const fleet = { bundle, accelerators };
+  extra = {
+    ...extra,
+    accelerators,
+    placement: fleetPlacement(workload, accelerators),
+    cost: FLEET_COST,
+  };
+  const pull = await startScenario(scenario, workload, fleet);
   running = pull;
   try {
     const send = restSender(pull.baseUrl);
@@ -159,7 +133,7 @@ if (scenario === "minilm") {
     await pull.stop();
   }
   if (values.compare === "router") {
-    const routed = await startSimFleet({ models, cost, routed: true, workerEnv });
+    const routed = await startScenario("fleet", workload, { ...fleet, routed: true });
     running = routed;
     try {
       const send = restSender(routed.baseUrl);

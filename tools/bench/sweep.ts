@@ -22,6 +22,8 @@ export interface ModeResult {
   readonly p90_ms_at_knee: number | null;
   readonly p99_ms_at_knee: number | null;
   readonly utilization_at_knee: number | null;
+  /** Batch fill: mean inputs per batch the sidecars ran during the knee step. */
+  readonly inputs_per_batch_at_knee: number | null;
   readonly first_miss: { readonly offered_rps: number | undefined; readonly reason: string } | null;
   readonly steps: readonly StepResult[];
 }
@@ -34,18 +36,24 @@ function progress(label: string, stepSeconds: number, p: StepProgress): void {
   else if (Math.round(p.elapsedS) % 5 === 0) console.error(line);
 }
 
-/** Runs the steps (`rates`, ascending) of `workload` against `harness` with `send`. */
+/**
+ * Runs the steps (`rates`, ascending) of `workload` against `harness` with `send`, from the
+ * one at index `from`. A step's requests are seeded by its index in `rates`, so a sweep that
+ * starts higher is offered the same requests at each rate as one that starts at the bottom.
+ */
 export async function sweep(
   label: string,
   harness: Harness,
   workload: Workload,
   rates: readonly number[],
   send: Send,
+  from = 0,
 ): Promise<ModeResult> {
   const steps: StepResult[] = [];
   let misses = 0;
   for (const [i, rate] of rates.entries()) {
-    const busyBefore = await harness.busyUs();
+    if (i < from) continue;
+    const before = await harness.counters();
     const started = performance.now();
     const result = await runStep({
       offeredRps: rate,
@@ -59,9 +67,12 @@ export async function sweep(
       },
     });
     const wallUs = (performance.now() - started) * 1000;
+    const after = await harness.counters();
+    const batches = after.batches - before.batches;
     const step = {
       ...result,
-      utilization: ((await harness.busyUs()) - busyBefore) / (harness.accelerators * wallUs),
+      utilization: (after.busyUs - before.busyUs) / (harness.accelerators * wallUs),
+      ...(batches > 0 ? { batchFill: (after.items - before.items) / batches } : {}),
     };
     steps.push(step);
     if (process.stderr.isTTY) process.stderr.write("\n");
@@ -83,6 +94,7 @@ export async function sweep(
     p90_ms_at_knee: at?.latencyMs.p90 ?? null,
     p99_ms_at_knee: at?.latencyMs.p99 ?? null,
     utilization_at_knee: at?.utilization ?? null,
+    inputs_per_batch_at_knee: at?.batchFill ?? null,
     first_miss:
       knee.firstMiss === undefined
         ? null
@@ -102,5 +114,7 @@ export function stepJson(s: StepResult): Record<string, unknown> {
     failed: s.failed,
     latency_ms: s.latencyMs,
     utilization: s.utilization ?? null,
+    inputs_per_batch: s.batchFill ?? null,
+    phases_ms: s.phasesMs ?? null,
   };
 }

@@ -34,7 +34,10 @@ export interface AnnotatorOptions {
   readonly partMaxPaddedTokens?: number;
   /** @default 64 */
   readonly partMaxInputs?: number;
-  /** Length-bucket edges in tokens; the model's maximum closes the list. @default [16, 32, 64, 128, 256, 512] */
+  /**
+   * Length-bucket edges in tokens for models whose catalog entry (or config bundle) sets none;
+   * the model's maximum closes the list. @default [16, 32, 64, 128, 256, 512]
+   */
   readonly bucketEdges?: readonly number[];
   /** How long to wait for JetStream to store a part. @default 5000 */
   readonly publishTimeoutMs?: number;
@@ -123,7 +126,7 @@ export class Annotator implements Annotate {
       const options = { js: this.#options.js, model, counter: await this.#counter(model) };
       return publishGenerate(request, request.task.value, ctx, {
         ...options,
-        bucketEdges: this.#options.bucketEdges,
+        bucketEdges: this.#bucketEdges(model),
         publishTimeoutMs: this.#options.publishTimeoutMs,
       }).catch((err: unknown) => {
         if (isStreamFull(err)) {
@@ -143,7 +146,7 @@ export class Annotator implements Annotate {
         counter: await this.#counter(model),
         partMaxPaddedTokens: this.#options.partMaxPaddedTokens,
         partMaxInputs: this.#options.partMaxInputs,
-        bucketEdges: this.#options.bucketEdges,
+        bucketEdges: this.#bucketEdges(model),
         publishTimeoutMs: this.#options.publishTimeoutMs,
       }).catch((err: unknown) => {
         if (isStreamFull(err)) {
@@ -187,7 +190,7 @@ export class Annotator implements Annotate {
     }
     const enqueued = BigInt(wallClockUs());
     const edges = [
-      ...this.#options.bucketEdges.filter((e) => e < model.maxInputTokens),
+      ...this.#bucketEdges(model).filter((e) => e < model.maxInputTokens),
       model.maxInputTokens,
     ];
     const published = await Promise.allSettled(
@@ -242,6 +245,11 @@ export class Annotator implements Annotate {
       parts: plan.parts.length,
       estimatedTokens: plan.totalTokens,
     });
+  }
+
+  /** The model's own bucket edges (tuned per hardware in its bundle), else the annotator's. */
+  #bucketEdges(model: ModelEntry): readonly number[] {
+    return model.serving?.bucketEdges ?? this.#options.bucketEdges;
   }
 
   #counter(model: ModelEntry): Promise<TokenCounter> {

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { GenerateTaskSchema } from "@shoal/proto";
 import { describe, expect, it } from "vitest";
-import { generateCost } from "./generate-cost.js";
+import { generateCost, withModelDefaultLength } from "./generate-cost.js";
 import type { TokenCounter } from "./token-counter.js";
 
 /** One token per word: enough to see how the parts of the estimate add up. */
@@ -37,5 +37,25 @@ describe("generateCost", () => {
       n: 1,
     });
     expect(generateCost(task, words)).toEqual({ promptTokens: 3 + 10, totalTokens: 17 });
+  });
+});
+
+describe("withModelDefaultLength", () => {
+  const prompt = { case: "prompt", value: "a b" } as const;
+
+  it("gives a request without max_tokens the model's default, keeping its other sampling", () => {
+    const task = create(GenerateTaskSchema, { input: prompt, sampling: { temperature: 0.5 } });
+    const queued = withModelDefaultLength(task, 32);
+    expect(queued.sampling?.maxTokens).toBe(32);
+    expect(queued.sampling?.temperature).toBe(0.5);
+    expect(generateCost(queued, words).totalTokens).toBe(2 + 32);
+    expect(task.sampling?.maxTokens).toBeUndefined();
+  });
+
+  it("keeps the request's own max_tokens, and the task as is when the model has no default", () => {
+    const own = create(GenerateTaskSchema, { input: prompt, sampling: { maxTokens: 7 } });
+    expect(withModelDefaultLength(own, 32).sampling?.maxTokens).toBe(7);
+    const bare = create(GenerateTaskSchema, { input: prompt });
+    expect(withModelDefaultLength(bare, undefined)).toBe(bare);
   });
 });

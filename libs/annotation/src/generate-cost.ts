@@ -1,4 +1,5 @@
-import type { GenerateTask } from "@shoal/proto";
+import { clone, create } from "@bufbuild/protobuf";
+import { GenerateTaskSchema, SamplingParamsSchema, type GenerateTask } from "@shoal/proto";
 import type { TokenCounter } from "./token-counter.js";
 
 /** What the sidecar generates when the request sets no `max_tokens` (docs/sidecar-protocol.md). */
@@ -35,4 +36,17 @@ export function generateCost(task: GenerateTask, counter: TokenCounter): Generat
       : counter.count(input.value ?? "");
   const maxTokens = task.sampling?.maxTokens ?? SIDECAR_DEFAULT_MAX_TOKENS;
   return { promptTokens, totalTokens: Math.max(1, task.n) * (promptTokens + maxTokens) };
+}
+
+/**
+ * The task as queued: a request that sets no `max_tokens` gets the model's `maxNewTokens`
+ * (catalog or bundle `serving`) when it has one, so the worker plans with, and the sidecar
+ * stops at, the model's own default rather than the sidecar's.
+ */
+export function withModelDefaultLength(task: GenerateTask, maxNewTokens?: number): GenerateTask {
+  if (maxNewTokens === undefined || task.sampling?.maxTokens !== undefined) return task;
+  const queued = clone(GenerateTaskSchema, task);
+  queued.sampling ??= create(SamplingParamsSchema);
+  queued.sampling.maxTokens = maxNewTokens;
+  return queued;
 }

@@ -12,7 +12,7 @@ import {
   type WorkRequest,
 } from "@shoal/proto";
 import { injectContext, natsHeaderCarrier, wallClockUs } from "@shoal/telemetry";
-import { generateCost } from "./generate-cost.js";
+import { generateCost, withModelDefaultLength } from "./generate-cost.js";
 import { lengthBucket } from "./plan.js";
 import type { TokenCounter } from "./token-counter.js";
 
@@ -36,7 +36,8 @@ export async function publishGenerate(
   ctx: Context,
   o: PublishGenerateOptions,
 ): Promise<AnnotateResponse> {
-  const cost = generateCost(task, o.counter);
+  const queued = withModelDefaultLength(task, o.model.serving?.maxNewTokens);
+  const cost = generateCost(queued, o.counter);
   const edges = [
     ...o.bucketEdges.filter((e) => e < o.model.maxInputTokens),
     o.model.maxInputTokens,
@@ -52,7 +53,7 @@ export async function publishGenerate(
     enqueuedUnixUs: BigInt(wallClockUs()),
     maxInputTokens: Math.min(cost.promptTokens, o.model.maxInputTokens),
     totalTokens: cost.totalTokens,
-    task: { case: "generate", value: task },
+    task: { case: "generate", value: queued },
   });
   const hdrs = natsHeaders();
   hdrs.set(Headers.requestId, request.requestId);

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
+import type { BundleSource, ConfigBundle } from "./bundle.js";
 import { ConfigError } from "./errors.js";
 import { compileMatryoshkaDimensions } from "./matryoshka.js";
 import {
@@ -90,7 +91,10 @@ export interface ModelEntry {
    * the model's real `memory_bytes`. Unset: unknown until the first load.
    */
   readonly memoryBytes?: number | undefined;
-  /** Per-model serving defaults; `{}` from {@link compileCatalog} when the catalog sets none. */
+  /**
+   * Per-model serving settings: the catalog entry's `serving` with the bundle's settings for
+   * this model over it; `{}` from {@link compileCatalog} when neither sets any.
+   */
   readonly serving?: ServingDefaults;
   /** Parameters used when the model is loaded on a simulated sidecar. */
   readonly sim?: SimModelParams | undefined;
@@ -104,6 +108,8 @@ export interface Catalog {
   find(id: string): ModelEntry | undefined;
   /** The entry for a subject key, or undefined. */
   byKey(key: string): ModelEntry | undefined;
+  /** The config bundle whose tuned settings the entries carry, when one was applied. */
+  readonly bundle?: BundleSource | undefined;
 }
 
 export interface CatalogOptions {
@@ -111,6 +117,8 @@ export interface CatalogOptions {
   readonly modelsDir: string;
   /** Base for relative `dir` sources. @default process.cwd() */
   readonly baseDir?: string;
+  /** Tuned settings laid over the entries' `serving`, and where they were read from. */
+  readonly bundle?: { readonly bundle: ConfigBundle; readonly source: BundleSource };
 }
 
 const FAMILIES: readonly ModelFamily[] = [
@@ -153,6 +161,7 @@ export function compileCatalog(raw: unknown, options: CatalogOptions): Catalog {
     models: entries,
     find: (id) => byId.get(id),
     byKey: (key) => byKey.get(key),
+    bundle: options.bundle?.source,
   };
 }
 
@@ -193,7 +202,10 @@ function compileEntry(raw: unknown, where: string, options: CatalogOptions): Mod
       (raw as Record<string, unknown>)["memoryBytes"],
       `${where}.memoryBytes`,
     ),
-    serving: compileServing((raw as Record<string, unknown>)["serving"], `${where}.serving`),
+    serving: {
+      ...compileServing((raw as Record<string, unknown>)["serving"], `${where}.serving`),
+      ...options.bundle?.bundle.models.get(id),
+    },
     sim: compileSim((raw as Record<string, unknown>)["sim"], `${where}.sim`),
     dir,
   };

@@ -8,7 +8,9 @@ export type {
   ModelSource,
   WeightsFormat,
 } from "./catalog.js";
+export { compileBundle, loadBundle } from "./bundle.js";
+export type { BundleSource, ConfigBundle } from "./bundle.js";
 export { ConfigError } from "./errors.js";
-export type { ServingDefaults, SimModelParams } from "./model-serving.js";
+export type { BatchCostPrior, ServingDefaults, SimModelParams } from "./model-serving.js";
 export { intInRange, parseIntSetting } from "./values.js";
 export { shoalHome, modelsDir } from "./paths.js";

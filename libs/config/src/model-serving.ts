@@ -1,17 +1,41 @@
 import { ConfigError } from "./errors.js";
 
 /**
- * How a model is served when nothing else says: the batch budget a worker starts from for it
- * and, for generators, the default completion length. Each field is optional; a worker falls
- * back to its own settings for an unset one.
+ * How a model is served: its batch budget, how a worker fills batches of it, its length
+ * buckets and, for generators, the default completion length. Each field is optional; unset
+ * ones fall back to the worker's (or annotator's) own settings. Tuned values for a hardware
+ * profile come from a config bundle (`bundle.ts`), which overlays these per model.
  */
 export interface ServingDefaults {
-  /** Padded tokens (inputs × longest input) in one batch of this model. */
+  /** Padded tokens (inputs × longest input) in one batch of this model, at most. */
   readonly maxPaddedTokens?: number;
-  /** Inputs in one batch of this model. */
+  /** Inputs in one batch of this model, at most. */
   readonly maxInputs?: number;
+  /** The latency a batch is sized for: the batch cost budget, ms. */
+  readonly batchTargetMs?: number;
+  /** How long a worker tops a batch up with work already queued, ms. */
+  readonly maxFillWaitMs?: number;
+  /** Items one pull asks the queue for, at most (the fetch size). */
+  readonly fetchSize?: number;
+  /** Batches a worker keeps on the sidecar at once: 2 prefetches the next while one runs. */
+  readonly batchesInFlight?: number;
+  /** Length-bucket edges in tokens, ascending; the model's maximum closes the list. */
+  readonly bucketEdges?: readonly number[];
   /** Tokens a generation produces when the request sets no `max_tokens`. */
   readonly maxNewTokens?: number;
+  /**
+   * The model's batch cost on this hardware, µs (`fixed + perSequence × rows + perPaddedToken ×
+   * padded tokens`): what a worker sizes its first batches with, before it has learned the cost
+   * from its own. Without it a worker starts from a CPU-encoder guess.
+   */
+  readonly batchCostPrior?: BatchCostPrior;
+}
+
+/** Batch cost terms, µs; see {@link ServingDefaults.batchCostPrior}. */
+export interface BatchCostPrior {
+  readonly fixedUs: number;
+  readonly perSequenceUs: number;
+  readonly perPaddedTokenUs: number;
 }
 
 /**
@@ -30,7 +54,18 @@ export interface SimModelParams {
   readonly perPaddedTokenNs?: number;
 }
 
-const SERVING_KEYS = ["maxPaddedTokens", "maxInputs", "maxNewTokens"] as const;
+/** Settings that are counts or milliseconds: integers ≥ 1, except a fill wait may be 0. */
+const SERVING_INTEGERS = [
+  "maxPaddedTokens",
+  "maxInputs",
+  "batchTargetMs",
+  "maxFillWaitMs",
+  "fetchSize",
+  "batchesInFlight",
+  "maxNewTokens",
+] as const;
+const SERVING_KEYS = [...SERVING_INTEGERS, "bucketEdges", "batchCostPrior"] as const;
+const PRIOR_KEYS = ["fixedUs", "perSequenceUs", "perPaddedTokenUs"] as const;
 const SIM_NUMBERS = [
   "dim",
   "maxInputTokens",
@@ -44,16 +79,51 @@ const SIM_NUMBERS = [
 export function compileServing(raw: unknown, where: string): ServingDefaults {
   if (raw === undefined) return {};
   const obj = closedObject(raw, where, SERVING_KEYS);
-  const out: Record<string, number> = {};
-  for (const key of SERVING_KEYS) {
+  const out: Record<string, number | readonly number[] | BatchCostPrior> = {};
+  for (const key of SERVING_INTEGERS) {
     const value = obj[key];
     if (value === undefined) continue;
-    if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
-      throw new ConfigError(`${where}.${key} must be an integer ≥ 1`);
+    const min = key === "maxFillWaitMs" ? 0 : 1;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+      throw new ConfigError(`${where}.${key} must be an integer ≥ ${min}`);
     }
     out[key] = value;
   }
+  if (obj["bucketEdges"] !== undefined) {
+    out["bucketEdges"] = compileBucketEdges(obj["bucketEdges"], `${where}.bucketEdges`);
+  }
+  if (obj["batchCostPrior"] !== undefined) {
+    out["batchCostPrior"] = compilePrior(obj["batchCostPrior"], `${where}.batchCostPrior`);
+  }
   return out;
+}
+
+function compilePrior(raw: unknown, where: string): BatchCostPrior {
+  const obj = closedObject(raw, where, PRIOR_KEYS);
+  const terms: Record<string, number> = {};
+  for (const key of PRIOR_KEYS) {
+    const value = obj[key];
+    if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+      throw new ConfigError(`${where}.${key} must be a finite number ≥ 0 (µs)`);
+    }
+    terms[key] = value;
+  }
+  return terms as unknown as BatchCostPrior;
+}
+
+function compileBucketEdges(raw: unknown, where: string): readonly number[] {
+  if (!Array.isArray(raw) || raw.length === 0) {
+    throw new ConfigError(`${where} must be a non-empty array of token counts`);
+  }
+  raw.forEach((edge: unknown, i) => {
+    if (typeof edge !== "number" || !Number.isSafeInteger(edge) || edge < 1) {
+      throw new ConfigError(`${where}[${i}] must be an integer ≥ 1`);
+    }
+    if (i > 0 && edge <= (raw[i - 1] as number)) {
+      throw new ConfigError(`${where} must be strictly ascending`);
+    }
+  });
+  return Object.freeze([...(raw as number[])]);
 }
 
 /** The optional `sim` object of a catalog entry. */

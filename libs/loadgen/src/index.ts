@@ -15,3 +15,12 @@ export { compileWorkload } from "./workload.js";
 export { WorkloadError } from "./workload-error.js";
 export type { RunStepOptions, SentAnswer, Send, StepProgress } from "./run-step.js";
 export { runStep } from "./run-step.js";
+export { parseServerTiming } from "./server-timing.js";
+export type {
+  TuneOptions,
+  TuningOutcome,
+  TuningParameter,
+  TuningScore,
+  TuningTrial,
+} from "./tune.js";
+export { beats, tune } from "./tune.js";

@@ -43,6 +43,35 @@ describe("runStep", () => {
     expect(result.latencyMs.p50).toBeGreaterThanOrEqual(299);
   });
 
+  it("reports percentiles of the phases answers report, over measured requests only", async () => {
+    let n = 0;
+    const result = await runStep({
+      offeredRps: 100,
+      plan: plan([0, 10, 60, 70, 80]),
+      seconds: 0.2,
+      warmupSeconds: 0.05,
+      drainMs: 1000,
+      send: () => {
+        n++;
+        // The first two fall in the warm-up; the measured three queue 10, 20 and 30 ms.
+        return Promise.resolve({ tokens: 1, phasesMs: { queue: n > 2 ? (n - 2) * 10 : 999 } });
+      },
+    });
+    expect(result.phasesMs).toEqual({ queue: { p50: 20, p90: 30, p99: 30 } });
+  });
+
+  it("reports no phases when answers carry none", async () => {
+    const result = await runStep({
+      offeredRps: 10,
+      plan: plan([0]),
+      seconds: 0.05,
+      warmupSeconds: 0,
+      drainMs: 100,
+      send: () => Promise.resolve({ tokens: 1 }),
+    });
+    expect(result.phasesMs).toBeUndefined();
+  });
+
   it("counts answers, tokens and the load sent within the window, and failures", async () => {
     let n = 0;
     const result = await runStep({

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { PlannedRequest } from "./plan.js";
 import { percentiles, type StepResult } from "./step-result.js";
 
@@ -7,6 +8,8 @@ export type Send = (request: PlannedRequest, signal: AbortSignal) => Promise<Sen
 export interface SentAnswer {
   /** Tokens the request is credited with: its input tokens, or generated tokens. */
   readonly tokens: number;
+  /** Where the server says the request's time went (its `Server-Timing`), ms by phase. */
+  readonly phasesMs?: Readonly<Record<string, number>>;
 }
 
 /** What a running step reports about once a second. */
@@ -45,10 +48,13 @@ export interface RunStepOptions {
 export async function runStep(options: RunStepOptions): Promise<StepResult> {
   const now = options.now ?? ((): number => performance.now());
   const abort = new AbortController();
+  // Every request in flight listens on this one signal; past a knee thousands may be.
+  setMaxListeners(0, abort.signal);
   const started = now();
   const windowStart = started + options.warmupSeconds * 1000;
   const windowEnd = started + options.seconds * 1000;
   const latencies: number[] = [];
+  const phases = new Map<string, number[]>();
   let answeredInWindow = 0;
   let tokensInWindow = 0;
   let sent = 0;
@@ -79,7 +85,14 @@ export async function runStep(options: RunStepOptions): Promise<StepResult> {
         (answer) => {
           const t1 = now();
           answered++;
-          if (measured) latencies.push(t1 - t0);
+          if (measured) {
+            latencies.push(t1 - t0);
+            for (const [phase, ms] of Object.entries(answer.phasesMs ?? {})) {
+              const list = phases.get(phase) ?? [];
+              list.push(ms);
+              phases.set(phase, list);
+            }
+          }
           if (t1 >= windowStart && t1 <= windowEnd) {
             answeredInWindow++;
             tokensInWindow += answer.tokens;
@@ -113,5 +126,10 @@ export async function runStep(options: RunStepOptions): Promise<StepResult> {
     achievedTokensPerS: tokensInWindow / windowS,
     failed: measuredFailed,
     latencyMs: percentiles(latencies),
+    ...(phases.size === 0
+      ? {}
+      : {
+          phasesMs: Object.fromEntries([...phases].map(([name, ms]) => [name, percentiles(ms)])),
+        }),
   };
 }

@@ -17,9 +17,14 @@ export interface StepResult {
   readonly failed: number;
   /** Latency of answered requests, ms. */
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number };
+  /**
+   * Percentiles of each phase the answers reported (`Server-Timing`: annotate, queue, batch,
+   * compute, total), ms, over the measured requests; absent when none reported any.
+   */
+  readonly phasesMs?: Readonly<Record<string, StepResult["latencyMs"]>>;
   /** Busy share of the accelerators over the window, 0..1, when the harness can measure it. */
   readonly utilization?: number;
-  /** Mean inputs per batch and padded tokens / the batch's budget, when workers report them. */
+  /** Batch fill: mean inputs per batch over the step, when the harness can count batches. */
   readonly batchFill?: number;
 }
 

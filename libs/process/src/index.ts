@@ -3,4 +3,4 @@ export { bootService, exitOnSignal, failStart } from "./boot.js";
 export type { Booted } from "./boot.js";
 export { envInt, envList, envOptional, envRequired, envString } from "./env.js";
 export type { Env } from "./env.js";
-export { catalogFromEnv } from "./catalog.js";
+export { bundleFromEnv, catalogFromEnv } from "./catalog.js";

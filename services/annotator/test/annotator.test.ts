@@ -10,19 +10,37 @@ import {
   type WorkItem,
 } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
-import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
+import { minilmDir, startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compileCatalog } from "@shoal/config";
 import { run, type RunningAnnotator } from "../src/run.js";
-import { MODEL, minilmCatalog } from "./support.js";
+import { MODEL } from "./support.js";
 
 let nats: NatsServerHandle;
 let nc: NatsConnection;
 let annotator: RunningAnnotator;
+const TUNED = "tuned/minilm";
 const queued: { subject: string; item: WorkItem; msgId: string | undefined }[] = [];
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  const catalog = minilmCatalog();
+  // MiniLM a second time, under an id whose serving settings (as a config bundle would tune
+  // them) set its own length buckets.
+  const minilm = {
+    family: "embedding",
+    dimensions: 384,
+    maxInputTokens: 256,
+    source: { kind: "dir", path: minilmDir() },
+  };
+  const catalog = compileCatalog(
+    {
+      models: [
+        { ...minilm, id: MODEL, key: "all-minilm-l6-v2" },
+        { ...minilm, id: TUNED, key: "tuned-minilm", serving: { bucketEdges: [32] } },
+      ],
+    },
+    { modelsDir: "/unused" },
+  );
   annotator = await run({
     natsServers: nats.url,
     catalog,
@@ -49,10 +67,10 @@ afterAll(async () => {
   await nats.stop();
 });
 
-async function annotate(inputs: string[], truncate = true) {
+async function annotate(inputs: string[], truncate = true, model = MODEL) {
   const request = create(WorkRequestSchema, {
     requestId: `req-${queued.length}-${inputs.length}`,
-    model: MODEL,
+    model,
     deadlineUnixMs: BigInt(Date.now() + 10_000),
     replySubject: "shoal.reply.v1.test",
     task: { case: "embed", value: { inputs, truncate } },
@@ -88,6 +106,20 @@ describe("annotator service", () => {
     ]);
     expect(mine.map((q) => q.msgId)).toEqual([`${request.requestId}:0`, `${request.requestId}:1`]);
     expect(response.estimatedTokens).toBe(4 + 3 + 3 + 3 + 42);
+  });
+
+  it("buckets by the model's own edges when its serving settings name them", async () => {
+    const before = queued.length;
+    const long = "a much longer sentence ".repeat(10);
+    const { response } = await annotate(["hello world", "a", "b", "c", long], true, TUNED);
+    expect(response.error).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 100));
+    // The same parts as above (4 and 42 tokens at most) under the model's edge 32 and its
+    // maximum, 256, which closes the list, instead of the annotator's 16 and 64.
+    expect(queued.slice(before).map((q) => q.subject)).toEqual([
+      "shoal.work.v1.tuned-minilm.b32",
+      "shoal.work.v1.tuned-minilm.b256",
+    ]);
   });
 
   it("rejects an over-long input with truncate: false and queues nothing", async () => {

@@ -128,7 +128,14 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     options.port ?? 8080,
     options.host ?? "127.0.0.1",
   );
-  logger.info({ port: server.port, annotator: options.annotator ?? "remote" }, "ingress listening");
+  logger.info(
+    {
+      port: server.port,
+      annotator: options.annotator ?? "remote",
+      bundle: options.catalog.bundle?.path ?? "none",
+    },
+    "ingress listening",
+  );
   return {
     port: server.port,
     gateway,

@@ -9,7 +9,9 @@ import {
   latencyTargetMicros,
   maxPaddedTokensWithin,
   type BatchBudget,
+  type LatencyModel,
   type LatencyTarget,
+  type LatencyTerms,
 } from "@shoal/batching";
 import type { ModelEntry } from "@shoal/config";
 import { pull, type WorkMessage } from "@shoal/jetstream";
@@ -42,6 +44,13 @@ export interface ModelPullerOptions {
   readonly budget: BatchBudget;
   /** Latency a batch should stay within when no deadline is tighter, ms. */
   readonly batchTargetMs: number;
+  /**
+   * The batch cost the latency model sizes batches with until it has learned this worker's
+   * own (its first batches): the model's measured cost on this hardware, from its bundle.
+   * Unset: a rough CPU-encoder guess, badly off for a slow accelerator, whose first batches
+   * it then makes far too large.
+   */
+  readonly batchCostPrior?: LatencyTerms | undefined;
   /** Longest time spent topping a batch up while the server reports more work queued. */
   readonly maxFillWaitMs: number;
   /** Items asked for per pull. */
@@ -126,7 +135,7 @@ interface FirstItems {
  */
 export class ModelPuller {
   readonly #o: ModelPullerOptions;
-  readonly #latency = createLatencyModel();
+  readonly #latency: LatencyModel;
   readonly #target: LatencyTarget;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #blobs: BlobInputs;
@@ -142,6 +151,9 @@ export class ModelPuller {
 
   constructor(options: ModelPullerOptions) {
     this.#o = options;
+    this.#latency = createLatencyModel(
+      options.batchCostPrior === undefined ? {} : { prior: options.batchCostPrior },
+    );
     this.#target = compileLatencyTargetOptions({ maxTargetMicros: options.batchTargetMs * 1000 });
     this.#blobs = new BlobInputs(options);
   }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
-import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
+import type { BatchBudgetOptions } from "@shoal/batching";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import {
   DEFAULT_ACK_WAIT_MS,
@@ -35,6 +35,7 @@ import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
 import { loadOptionsFor } from "./load-options.js";
+import { servingSettings } from "./serving-settings.js";
 import { SidecarProcess } from "./sidecar-process.js";
 import { SidecarSupervisor } from "./sidecar-supervisor.js";
 
@@ -51,6 +52,9 @@ export interface WorkerOptions {
   readonly device?: string;
   /** @default a random id */
   readonly workerId?: string;
+  // The serving settings below apply to every model this worker serves and override the
+  // model's own (catalog `serving`, where a config bundle's tuned values land); the defaults
+  // apply where neither sets one (./serving-settings.ts).
   /** Hard ceiling on one batch; the learned latency model keeps batches below it. */
   readonly budget?: BatchBudgetOptions;
   /**
@@ -142,7 +146,6 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const managed = options.residency;
   const models = managed === undefined ? servedModels(options.catalog, options.models) : [];
   const socketPath = options.sidecarSocket ?? join(tmpdir(), `shoal-sidecar-${workerId}.sock`);
-  const budget = compileBatchBudget(options.budget);
   const batchTimeoutMs = options.batchTimeoutMs ?? 120_000;
   const ackWaitMs = options.consumer?.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const sources = compileEnsureModelOptions({ logger, ...options.modelSources });
@@ -213,14 +216,10 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       consumer,
       model,
       sidecar: () => supervisor.client(),
-      budget,
-      batchTargetMs: options.batchTargetMs ?? 250,
-      maxFillWaitMs: options.maxFillWaitMs ?? 2,
-      pullBatch: options.pullBatch ?? 64,
+      ...servingSettings(options, model),
       maxDeliver,
       progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
       batchTimeoutMs,
-      maxBatchesInFlight: options.maxBatchesInFlight ?? 1,
       localQueue:
         localQueue === undefined
           ? undefined
@@ -256,7 +255,12 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     resident.start();
   }
   logger.info(
-    { models: models.map((m) => m.id), socket: socketPath, node: managed?.node },
+    {
+      models: models.map((m) => m.id),
+      socket: socketPath,
+      node: managed?.node,
+      bundle: options.catalog.bundle?.path ?? "none",
+    },
     "worker pulling",
   );
 

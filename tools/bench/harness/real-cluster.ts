@@ -14,13 +14,15 @@ import {
   tempDir,
   type ServiceHandle,
 } from "@shoal/testing";
-import type { Harness } from "./harness.js";
+import { sumCounters, type Harness } from "./harness.js";
 
 export interface RealClusterOptions {
   /** Catalog ids the worker serves. */
   readonly models: readonly string[];
   /** Extra environment for the worker (serving parameters under test). */
   readonly workerEnv?: Readonly<Record<string, string>>;
+  /** `SHOAL_BUNDLE` for the worker and ingress: a bundle file, or `none` for the defaults. */
+  readonly bundle?: string;
 }
 
 export async function startRealCluster(options: RealClusterOptions): Promise<Harness> {
@@ -29,6 +31,8 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
   const port = await freePort();
   const socketPath = join(dir, "sidecar.sock");
   const services: ServiceHandle[] = [];
+  const bundleEnv: Record<string, string> =
+    options.bundle === undefined ? {} : { SHOAL_BUNDLE: options.bundle };
   try {
     services.push(
       await startService("worker", {
@@ -38,6 +42,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
           SHOAL_SIDECAR_SOCKET: socketPath,
           SHOAL_WORKER_MODELS: options.models.join(","),
           LOG_LEVEL: "info",
+          ...bundleEnv,
           ...options.workerEnv,
         },
         readyMessage: "worker pulling",
@@ -52,6 +57,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
           SHOAL_HOST: "127.0.0.1",
           SHOAL_ANNOTATOR: "inprocess",
           LOG_LEVEL: "info",
+          ...bundleEnv,
         },
         readyMessage: "ingress listening",
       }),
@@ -66,9 +72,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
     baseUrl: `http://127.0.0.1:${port}`,
     accelerators: 1,
     sidecar,
-    async busyUs() {
-      return (await sidecar.stats()).models.reduce((sum, m) => sum + m.busyUs, 0);
-    },
+    counters: () => sumCounters([sidecar]),
     async stop() {
       await sidecar.close();
       for (const s of services.reverse()) await s.stop();

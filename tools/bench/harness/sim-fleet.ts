@@ -20,7 +20,7 @@ import {
   tempDir,
   type ServiceHandle,
 } from "@shoal/testing";
-import type { Harness } from "./harness.js";
+import { sumCounters, type Harness } from "./harness.js";
 
 /** One simulated model of the fleet and how many accelerators hold it. */
 export interface FleetModel {
@@ -41,6 +41,8 @@ export interface FleetOptions {
   readonly routed: boolean;
   /** Extra environment for every worker (serving parameters under test). */
   readonly workerEnv?: Readonly<Record<string, string>>;
+  /** `SHOAL_BUNDLE` for the workers and ingress: a bundle file, or `none` for the defaults. */
+  readonly bundle?: string;
 }
 
 export interface FleetHarness extends Harness {
@@ -82,6 +84,8 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
     await nats.stop();
   };
   const port = await freePort();
+  const bundleEnv: Record<string, string> =
+    options.bundle === undefined ? {} : { SHOAL_BUNDLE: options.bundle };
   try {
     const placements = options.models.flatMap((m) =>
       Array.from({ length: m.replicas }, (_, r) => ({ model: m, id: `${m.key}-r${r}` })),
@@ -102,6 +106,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
               SHOAL_WORKER_MODELS: model.id,
               SHOAL_WORK_SOURCE: options.routed ? "routed" : "shared",
               LOG_LEVEL: "info",
+              ...bundleEnv,
               ...options.workerEnv,
             },
             readyMessage: "worker pulling",
@@ -124,6 +129,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
           SHOAL_ANNOTATOR: "inprocess",
           SHOAL_MAX_PENDING: "100000",
           LOG_LEVEL: "info",
+          ...bundleEnv,
         },
         readyMessage: "ingress listening",
       }),
@@ -135,11 +141,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     accelerators: clients.length,
-    async busyUs() {
-      let total = 0;
-      for (const c of clients) for (const m of (await c.stats()).models) total += m.busyUs;
-      return total;
-    },
+    counters: () => sumCounters(clients),
     async routeWith(policy, refreshMs) {
       if (!options.routed) throw new Error("routeWith: this fleet pulls; start it routed");
       await router?.stop();

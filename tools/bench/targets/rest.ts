@@ -2,20 +2,22 @@
  * The load generator's REST client: the ingress's OpenAI-compatible routes, over plain
  * `fetch`, as an OpenAI SDK user would reach them. Embeddings go to `/v1/embeddings`;
  * generations to `/v1/completions`, streamed as server-sent events when the plan says so (the
- * request then counts as answered at the last event, with usage from the final chunk).
+ * request then counts as answered at the last event, with usage from the final chunk). Each
+ * answer's `Server-Timing` phases (annotate, queue, batch, compute) come back with it.
  */
-import type { PlannedRequest, SentAnswer } from "@shoal/loadgen";
+import { parseServerTiming, type PlannedRequest, type SentAnswer } from "@shoal/loadgen";
 import { textOfTokens } from "./text.js";
 
 export function restSender(baseUrl: string) {
   return async (request: PlannedRequest, signal: AbortSignal): Promise<SentAnswer> => {
     const tag = `${request.model}.${request.atMs.toFixed(3)}`;
     if (request.function === "embed") {
-      const body = await post(baseUrl, "/v1/embeddings", signal, {
+      const { body, phasesMs } = await post(baseUrl, "/v1/embeddings", signal, {
         model: request.model,
         input: request.inputTokens.map((t, i) => textOfTokens(t, `${tag}.${i}`)),
       });
-      return { tokens: (body as { usage: { prompt_tokens: number } }).usage.prompt_tokens };
+      const usage = (body as { usage: { prompt_tokens: number } }).usage;
+      return { tokens: usage.prompt_tokens, phasesMs };
     }
     const fields = {
       model: request.model,
@@ -24,8 +26,9 @@ export function restSender(baseUrl: string) {
       temperature: 0,
     };
     if (!request.stream) {
-      const body = await post(baseUrl, "/v1/completions", signal, fields);
-      return { tokens: (body as { usage: { completion_tokens: number } }).usage.completion_tokens };
+      const { body, phasesMs } = await post(baseUrl, "/v1/completions", signal, fields);
+      const usage = (body as { usage: { completion_tokens: number } }).usage;
+      return { tokens: usage.completion_tokens, phasesMs };
     }
     const response = await fetch(`${baseUrl}/v1/completions`, {
       method: "POST",
@@ -48,7 +51,7 @@ async function post(
   path: string,
   signal: AbortSignal,
   body: unknown,
-): Promise<unknown> {
+): Promise<{ body: unknown; phasesMs: Record<string, number> }> {
   const response = await fetch(`${baseUrl}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -56,5 +59,8 @@ async function post(
     signal,
   });
   if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
-  return response.json();
+  return {
+    body: await response.json(),
+    phasesMs: parseServerTiming(response.headers.get("server-timing")),
+  };
 }

@@ -1,0 +1,47 @@
+import {
+  compileBatchBudget,
+  type BatchBudget,
+  type BatchBudgetOptions,
+  type LatencyTerms,
+} from "@shoal/batching";
+import type { ModelEntry } from "@shoal/config";
+
+/** What the worker's own settings (its environment) say for every model it serves. */
+export interface WorkerServingOptions {
+  readonly budget?: BatchBudgetOptions;
+  readonly batchTargetMs?: number;
+  readonly maxFillWaitMs?: number;
+  readonly pullBatch?: number;
+  readonly maxBatchesInFlight?: number;
+}
+
+/** How one model's puller forms and runs batches. */
+export interface ServingSettings {
+  readonly budget: BatchBudget;
+  readonly batchTargetMs: number;
+  readonly maxFillWaitMs: number;
+  readonly pullBatch: number;
+  readonly maxBatchesInFlight: number;
+  /** The model's batch cost on this hardware, for the first batches; unset: a CPU guess. */
+  readonly batchCostPrior: LatencyTerms | undefined;
+}
+
+/**
+ * A model's serving settings: each one the worker sets explicitly wins (an operator's choice
+ * for this machine), then the model's own from the catalog, where a config bundle's tuned
+ * values land, then the defaults.
+ */
+export function servingSettings(worker: WorkerServingOptions, model: ModelEntry): ServingSettings {
+  const tuned = model.serving ?? {};
+  return {
+    budget: compileBatchBudget({
+      maxPaddedTokens: worker.budget?.maxPaddedTokens ?? tuned.maxPaddedTokens,
+      maxInputs: worker.budget?.maxInputs ?? tuned.maxInputs,
+    }),
+    batchTargetMs: worker.batchTargetMs ?? tuned.batchTargetMs ?? 250,
+    maxFillWaitMs: worker.maxFillWaitMs ?? tuned.maxFillWaitMs ?? 2,
+    pullBatch: worker.pullBatch ?? tuned.fetchSize ?? 64,
+    maxBatchesInFlight: worker.maxBatchesInFlight ?? tuned.batchesInFlight ?? 1,
+    batchCostPrior: tuned.batchCostPrior,
+  };
+}

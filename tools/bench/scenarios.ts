@@ -1,0 +1,117 @@
+/**
+ * The bench's scenarios as clusters to run: what `bench.ts` sweeps and `autotune.ts` tunes.
+ *
+ * - `minilm`: the real cluster on this machine (ingress, one worker, Candle MiniLM on CPU).
+ * - `fleet`: 8 simulated models on 32 simulated accelerators (replicas by popularity), many
+ *   small embedding requests.
+ */
+import { join } from "node:path";
+import { apportion, zipfWeights, type Send, type Workload } from "@shoal/loadgen";
+import { repoRoot } from "@shoal/testing";
+import type { Harness } from "./harness/harness.js";
+import { startRealCluster } from "./harness/real-cluster.js";
+import { startSimFleet, type FleetHarness, type FleetModel } from "./harness/sim-fleet.js";
+
+export const SCENARIOS = ["minilm", "fleet"] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+export const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
+
+/**
+ * Simulated accelerators slow enough that the fleet's knee falls below the load this machine's
+ * two cores can offer and serve (about 1,000 single-input requests/s through ingress, NATS and
+ * 32 workers), with a fixed cost per batch large against the per-token cost, as on a GPU, so
+ * that batch size matters: 200 ms per batch plus 0.5 ms per padded token, i.e. a batch of one
+ * 40-token input costs 220 ms and a batch of 30 costs 800 ms. (The first fleet runs used
+ * 100 ms + 0.1 ms, whose knee lay above what this machine can offer.)
+ */
+export const FLEET_COST = { fixedUs: 200_000, perPaddedTokenNs: 500_000 } as const;
+
+/**
+ * The config bundle each scenario runs with unless told otherwise: the CPU one the services
+ * pick for themselves, and the fleet's for its simulated accelerators.
+ */
+export function defaultBundle(scenario: Scenario): string | undefined {
+  return scenario === "fleet" ? join(repoRoot(), "bundles", "sim-fleet.json") : undefined;
+}
+
+export function workloadPath(scenario: Scenario): string {
+  return join(repoRoot(), "tools", "bench", "workloads", `${scenario}.json`);
+}
+
+/** The fleet's models, with replicas over `accelerators` by Zipf popularity. */
+export function fleetPlacement(workload: Workload, accelerators: number): FleetModel[] {
+  const entry = workload.mix[0];
+  if (entry === undefined || workload.mix.length !== 1 || entry.function !== "embed") {
+    throw new Error("the fleet scenario takes a workload of one embed mix entry");
+  }
+  const replicas = apportion(zipfWeights(entry.models.length, 1), accelerators);
+  return entry.models.map((id, i) => ({
+    id,
+    key: id.replace(/^sim\//, ""),
+    replicas: replicas[i] as number,
+  }));
+}
+
+export interface ScenarioOptions {
+  /** `SHOAL_BUNDLE` for the services: a bundle file, or `none`. */
+  readonly bundle?: string | undefined;
+  /** Fleet: accelerators to place the models on. */
+  readonly accelerators?: number;
+  /** Fleet: workers take only what a router assigns them. */
+  readonly routed?: boolean;
+}
+
+export function startScenario(
+  scenario: "fleet",
+  workload: Workload,
+  options: ScenarioOptions,
+): Promise<FleetHarness>;
+export function startScenario(
+  scenario: Scenario,
+  workload: Workload,
+  options: ScenarioOptions,
+): Promise<Harness>;
+export function startScenario(
+  scenario: Scenario,
+  workload: Workload,
+  options: ScenarioOptions,
+): Promise<Harness> {
+  const bundle = options.bundle === undefined ? {} : { bundle: options.bundle };
+  if (scenario === "minilm") return startRealCluster({ models: [MINILM], ...bundle });
+  return startSimFleet({
+    models: fleetPlacement(workload, options.accelerators ?? 32),
+    cost: FLEET_COST,
+    routed: options.routed ?? false,
+    ...bundle,
+  });
+}
+
+/** One request per model, so no step pays for a cold tokenizer or a first batch. */
+export async function warm(send: Send, workload: Workload): Promise<void> {
+  for (const entry of workload.mix) {
+    for (const model of entry.models) {
+      await send(
+        { atMs: 0, function: entry.function, model, inputTokens: [8], maxTokens: 1, stream: false },
+        AbortSignal.timeout(300_000),
+      );
+    }
+  }
+}
+
+/**
+ * Stops `running()` on Ctrl-C or a kill before exiting: a cluster's services are child
+ * processes that outlive an interrupted bench otherwise.
+ */
+export function stopOnSignal(running: () => { stop(): Promise<void> } | undefined): void {
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      console.error(`[bench] ${signal}: stopping the cluster`);
+      // The step in progress now fails against the cluster being torn down; that is expected
+      // and not worth a stack trace.
+      process.on("uncaughtException", () => undefined);
+      process.on("unhandledRejection", () => undefined);
+      void (running()?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+    });
+  }
+}
