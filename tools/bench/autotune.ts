@@ -23,7 +23,6 @@ import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import {
   compileWorkload,
-  lineChart,
   tune,
   type TuningParameter,
   type TuningScore,
@@ -39,6 +38,7 @@ import {
   workloadPath,
   type Scenario,
 } from "./scenarios.js";
+import { writeCharts } from "./charts.js";
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
 import { restSender } from "./targets/rest.js";
 
@@ -234,35 +234,10 @@ const result = {
 };
 await writeFile(join(out, "result.json"), JSON.stringify(result, null, 2) + "\n");
 
-const shown = Object.entries({ untuned, tuned });
-await writeFile(
-  join(out, "throughput.svg"),
-  lineChart({
-    title: `${workload.name}: tuned vs untuned, throughput vs offered load`,
-    xLabel: "offered load (requests/s)",
-    yLabel: "achieved (requests/s)",
-    series: [
-      ...shown.map(([name, m]) => ({
-        name,
-        points: m.steps.map((s) => [s.offeredRps, s.achievedRps] as const),
-      })),
-      { name: "offered", points: rates.map((r) => [r, r] as const) },
-    ],
-  }),
-);
-await writeFile(
-  join(out, "latency.svg"),
-  lineChart({
-    title: `${workload.name}: tuned vs untuned, p99 latency vs offered load`,
-    xLabel: "offered load (requests/s)",
-    yLabel: "p99 latency (ms)",
-    series: shown.map(([name, m]) => ({
-      name,
-      points: m.steps.map((s) => [s.offeredRps, s.latencyMs.p99] as const),
-    })),
-    hline: { y: workload.sloP99Ms, label: `SLO p99 ${workload.sloP99Ms} ms` },
-  }),
-);
+await writeCharts(out, `${workload.name}, tuned vs untuned`, workload, rates, [
+  ["untuned", untuned],
+  ["tuned", tuned],
+]);
 console.error(
   `[autotune] ${bundlePath}: knee ${untuned.knee_rps.toFixed(1)} → ${tuned.knee_rps.toFixed(1)} req/s ` +
     `with ${JSON.stringify(outcome.best)}; ${join(out, "result.json")}`,

@@ -24,9 +24,10 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { compileWorkload, lineChart, planStep } from "@shoal/loadgen";
+import { compileWorkload, planStep } from "@shoal/loadgen";
 import { bundleFromEnv } from "@shoal/process";
 import { ROUTING_POLICIES } from "@shoal/router";
+import { writeCharts } from "./charts.js";
 import { rawEmbedThroughput } from "./raw-denominator.js";
 import {
   defaultBundle,
@@ -185,36 +186,5 @@ const mark =
 const shown = Object.entries(modes).filter(
   ([name]) => name === "pull" || name === result["best_router" as keyof typeof result],
 );
-await writeFile(
-  join(out, "throughput.svg"),
-  lineChart({
-    title: `${workload.name}: throughput vs offered load`,
-    xLabel: "offered load (requests/s)",
-    yLabel: "achieved (requests/s)",
-    series: [
-      ...shown.map(([name, m]) => ({
-        name,
-        points: m.steps.map((s) => [s.offeredRps, s.achievedRps] as const),
-      })),
-      { name: "offered", points: rates.map((r) => [r, r] as const) },
-    ],
-    ...(mark === undefined ? {} : { mark }),
-  }),
-);
-await writeFile(
-  join(out, "latency.svg"),
-  lineChart({
-    title: `${workload.name}: latency vs offered load`,
-    xLabel: "offered load (requests/s)",
-    yLabel: "latency (ms)",
-    series: shown.flatMap(([name, m]) =>
-      (["p50", "p99"] as const).map((p) => ({
-        name: `${name} ${p}`,
-        points: m.steps.map((s) => [s.offeredRps, s.latencyMs[p]] as const),
-      })),
-    ),
-    hline: { y: workload.sloP99Ms, label: `SLO p99 ${workload.sloP99Ms} ms` },
-    ...(mark === undefined ? {} : { mark }),
-  }),
-);
+await writeCharts(out, workload.name, workload, rates, shown, mark);
 console.error(`[bench] wrote ${join(out, "result.json")}, throughput.svg, latency.svg`);
