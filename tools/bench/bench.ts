@@ -19,7 +19,9 @@
  * rates (a quick look); each sweep stops two steps past its knee. `--bundle <file>` runs the
  * services with that config bundle, `--bundle none` with the untuned defaults; by default
  * `minilm` runs with the bundle the services pick for this hardware (`bundles/cpu.json`) and
- * `fleet` with `bundles/sim-fleet.json`, tuned for its simulated accelerators.
+ * `fleet` with `bundles/sim-fleet.json`, tuned for its simulated accelerators. `--target`
+ * picks how requests reach ingress: `rest` (OpenAI-compatible JSON, the default), `grpc`
+ * (InferenceService over HTTP/2) or `msgpack` (`@shoal/client`, embeddings only).
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -39,7 +41,7 @@ import {
   workloadPath,
 } from "./scenarios.js";
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
-import { restSender } from "./targets/rest.js";
+import { sender, TARGETS } from "./targets/index.js";
 
 const { values } = parseArgs({
   options: {
@@ -51,13 +53,14 @@ const { values } = parseArgs({
     "refresh-ms": { type: "string", default: "1,10,100" },
     accelerators: { type: "string", default: "32" },
     bundle: { type: "string" },
+    target: { type: "string", default: "rest" },
     out: { type: "string" },
   },
 });
 const usage =
   "usage: npm run bench -- --scenario minilm|fleet --out <dir> [--compare router] " +
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
-  "[--bundle <file>|none]";
+  "[--bundle <file>|none] [--target rest|grpc|msgpack]";
 const scenario = values.scenario;
 if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined) {
   console.error(usage);
@@ -65,6 +68,11 @@ if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined)
 }
 if (values.compare !== undefined && (values.compare !== "router" || scenario !== "fleet")) {
   console.error(`--compare router is the only comparison, and for the fleet scenario\n${usage}`);
+  process.exit(2);
+}
+const target = TARGETS.find((t) => t === values.target);
+if (target === undefined) {
+  console.error(`unknown target ${values.target}; targets: ${TARGETS.join(", ")}\n${usage}`);
   process.exit(2);
 }
 const policies = values.policies.split(",").map((p) => {
@@ -93,13 +101,13 @@ stopOnSignal(() => running);
 const modes: Record<string, ModeResult> = {};
 // The bundle the services will load, as they resolve it (the hardware's, unless named).
 const loaded = await bundleFromEnv(bundle === undefined ? {} : { SHOAL_BUNDLE: bundle });
-let extra: Record<string, unknown> = { bundle: loaded?.source.path ?? "none" };
+let extra: Record<string, unknown> = { target, bundle: loaded?.source.path ?? "none" };
 
 if (scenario === "minilm") {
   const harness = await startScenario(scenario, workload, { bundle });
   running = harness;
   try {
-    const send = restSender(harness.baseUrl);
+    const send = sender(target, harness.baseUrl);
     await warm(send, workload);
     modes["pull"] = await sweep("pull", harness, workload, rates, send);
     if (harness.sidecar === undefined) throw new Error("minilm: the harness has no sidecar");
@@ -127,7 +135,7 @@ if (scenario === "minilm") {
   const pull = await startScenario(scenario, workload, fleet);
   running = pull;
   try {
-    const send = restSender(pull.baseUrl);
+    const send = sender(target, pull.baseUrl);
     await warm(send, workload);
     modes["pull"] = await sweep("pull", pull, workload, rates, send);
   } finally {
@@ -137,7 +145,7 @@ if (scenario === "minilm") {
     const routed = await startScenario("fleet", workload, { ...fleet, routed: true });
     running = routed;
     try {
-      const send = restSender(routed.baseUrl);
+      const send = sender(target, routed.baseUrl);
       for (const policy of policies) {
         for (const refreshMs of refreshes) {
           await routed.routeWith(policy, refreshMs);
