@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
-import type { BatchBudgetOptions } from "@shoal/batching";
+import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import {
   DEFAULT_ACK_WAIT_MS,
@@ -146,6 +146,9 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const managed = options.residency;
   const models = managed === undefined ? servedModels(options.catalog, options.models) : [];
   const socketPath = options.sidecarSocket ?? join(tmpdir(), `shoal-sidecar-${workerId}.sock`);
+  // Each model's budget is compiled when its puller starts, which for a managed worker is when
+  // the loader places a model; a bad ceiling of the worker's own is refused now, at start.
+  compileBatchBudget(options.budget);
   const batchTimeoutMs = options.batchTimeoutMs ?? 120_000;
   const ackWaitMs = options.consumer?.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const sources = compileEnsureModelOptions({ logger, ...options.modelSources });
