@@ -26,6 +26,7 @@ import {
   type NatsServerHandle,
   type ServiceHandle,
 } from "@shoal/testing";
+import { sumCounters } from "./harness/harness.js";
 
 export { textOfTokens } from "./targets/text.js";
 
@@ -168,11 +169,7 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
     batches,
     putBacks,
     async busyUs() {
-      let total = 0;
-      for (const c of clients) {
-        for (const m of (await c.stats()).models) total += m.busyUs;
-      }
-      return total;
+      return (await sumCounters(clients)).busyUs;
     },
     async stop() {
       for (const c of clients) await c.close();
