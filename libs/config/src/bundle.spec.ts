@@ -27,6 +27,7 @@ const bundleDoc = {
         maxFillWaitMs: 0,
         bucketEdges: [16, 64],
         batchCostPrior: { fixedUs: 900, perSequenceUs: 40, perPaddedTokenUs: 9 },
+        dtype: "f16",
       },
       tuning: { knee_rps: 40 },
     },
@@ -48,6 +49,7 @@ describe("config bundles", () => {
       maxFillWaitMs: 0,
       bucketEdges: [16, 64],
       batchCostPrior: { fixedUs: 900, perSequenceUs: 40, perPaddedTokenUs: 9 },
+      dtype: "f16",
     });
     expect(catalog.find("other")?.serving).toEqual({});
     expect(catalog.bundle).toEqual({ profile: "cpu", path: "/b/cpu.json" });
@@ -106,6 +108,11 @@ describe("config bundles", () => {
       "empty bucket edges",
       { ...bundleDoc, models: { m: { serving: { bucketEdges: [] } } } },
       /bucketEdges must be a non-empty array/,
+    ],
+    [
+      "an unknown dtype",
+      { ...bundleDoc, models: { m: { serving: { dtype: "fp16" } } } },
+      /serving\.dtype must be one of f32, f16, bf16/,
     ],
   ])("refuse %s with a message naming the field", (_what, doc, message) => {
     expect(() => compileBundle(doc)).toThrow(ConfigError);

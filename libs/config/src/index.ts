@@ -11,6 +11,12 @@ export type {
 export { compileBundle, loadBundle } from "./bundle.js";
 export type { BundleSource, ConfigBundle } from "./bundle.js";
 export { ConfigError } from "./errors.js";
-export type { BatchCostPrior, ServingDefaults, SimModelParams } from "./model-serving.js";
+export { COMPUTE_DTYPES } from "./model-serving.js";
+export type {
+  BatchCostPrior,
+  ComputeDtype,
+  ServingDefaults,
+  SimModelParams,
+} from "./model-serving.js";
 export { intInRange, parseIntSetting } from "./values.js";
 export { shoalHome, modelsDir } from "./paths.js";

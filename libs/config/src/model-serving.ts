@@ -24,12 +24,23 @@ export interface ServingDefaults {
   /** Tokens a generation produces when the request sets no `max_tokens`. */
   readonly maxNewTokens?: number;
   /**
+   * What an encoder computes in on the sidecar: `f16` or `bf16` halve its memory and run on a
+   * GPU's tensor cores; heads and pooling stay f32. Generators accept only `f32`.
+   *
+   * @default "f32"
+   */
+  readonly dtype?: ComputeDtype;
+  /**
    * The model's batch cost on this hardware, µs (`fixed + perSequence × rows + perPaddedToken ×
    * padded tokens`): what a worker sizes its first batches with, before it has learned the cost
    * from its own. Without it a worker starts from a CPU-encoder guess.
    */
   readonly batchCostPrior?: BatchCostPrior;
 }
+
+/** The precisions a Candle encoder can compute in (the sidecar's `load` `dtype`). */
+export const COMPUTE_DTYPES = ["f32", "f16", "bf16"] as const;
+export type ComputeDtype = (typeof COMPUTE_DTYPES)[number];
 
 /** Batch cost terms, µs; see {@link ServingDefaults.batchCostPrior}. */
 export interface BatchCostPrior {
@@ -64,7 +75,7 @@ const SERVING_INTEGERS = [
   "batchesInFlight",
   "maxNewTokens",
 ] as const;
-const SERVING_KEYS = [...SERVING_INTEGERS, "bucketEdges", "batchCostPrior"] as const;
+const SERVING_KEYS = [...SERVING_INTEGERS, "bucketEdges", "batchCostPrior", "dtype"] as const;
 const PRIOR_KEYS = ["fixedUs", "perSequenceUs", "perPaddedTokenUs"] as const;
 const SIM_NUMBERS = [
   "dim",
@@ -79,7 +90,7 @@ const SIM_NUMBERS = [
 export function compileServing(raw: unknown, where: string): ServingDefaults {
   if (raw === undefined) return {};
   const obj = closedObject(raw, where, SERVING_KEYS);
-  const out: Record<string, number | readonly number[] | BatchCostPrior> = {};
+  const out: Record<string, number | readonly number[] | BatchCostPrior | ComputeDtype> = {};
   for (const key of SERVING_INTEGERS) {
     const value = obj[key];
     if (value === undefined) continue;
@@ -94,6 +105,13 @@ export function compileServing(raw: unknown, where: string): ServingDefaults {
   }
   if (obj["batchCostPrior"] !== undefined) {
     out["batchCostPrior"] = compilePrior(obj["batchCostPrior"], `${where}.batchCostPrior`);
+  }
+  const dtype = obj["dtype"];
+  if (dtype !== undefined) {
+    if (!COMPUTE_DTYPES.includes(dtype as ComputeDtype)) {
+      throw new ConfigError(`${where}.dtype must be one of ${COMPUTE_DTYPES.join(", ")}`);
+    }
+    out["dtype"] = dtype as ComputeDtype;
   }
   return out;
 }

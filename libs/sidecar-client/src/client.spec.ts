@@ -157,7 +157,7 @@ describe("SidecarClient requests", () => {
     ]);
   });
 
-  it("sends load's backend, sim and dequantize options in the protocol's snake_case", async () => {
+  it("sends load's backend, sim, dequantize and dtype options in the protocol's snake_case", async () => {
     peer.onRequest = (req, p) => {
       p.send({
         id: req.id,
@@ -187,7 +187,8 @@ describe("SidecarClient requests", () => {
     await client.load("partial", "/models/m", { backend: "sim", sim: { fixedUs: 10 } });
     await client.load("plain", "/models/m");
     await client.load("f32", "/models/m.gguf", { dequantize: true });
-    const [full, partial, plain, f32] = peer.requests;
+    await client.load("half", "/models/m", { dtype: "f16" });
+    const [full, partial, plain, f32, half] = peer.requests;
     expect(full).toEqual({
       id: 1,
       op: "load",
@@ -215,6 +216,7 @@ describe("SidecarClient requests", () => {
       path: "/models/m.gguf",
       dequantize: true,
     });
+    expect(half).toEqual({ id: 5, op: "load", model: "half", path: "/models/m", dtype: "f16" });
   });
 
   it("accepts the sim backend in health", async () => {

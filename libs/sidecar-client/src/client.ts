@@ -113,6 +113,13 @@ export interface LoadOptions extends CallOptions {
    * memory of Q4_1; transformers' numerics instead of llama.cpp's).
    */
   readonly dequantize?: boolean;
+  /**
+   * Candle only: what an encoder computes in (`f16`/`bf16` halve its memory and use a GPU's
+   * tensor cores). Generators refuse anything but `f32`.
+   *
+   * @default "f32"
+   */
+  readonly dtype?: "f32" | "f16" | "bf16";
 }
 
 /** The wire form of {@link SimLoadOptions}: snake_case keys, unset fields left out. */
@@ -269,6 +276,7 @@ export class SidecarClient {
       backend: options?.backend,
       sim: options?.sim === undefined ? undefined : simFields(options.sim),
       dequantize: options?.dequantize,
+      dtype: options?.dtype,
     };
     return parseLoad(await this.#request("load", fields, options));
   }

@@ -3,16 +3,21 @@ import type { LoadOptions, SidecarClient } from "@shoal/sidecar-client";
 
 /**
  * What a `load` of `entry` asks the sidecar for beyond the path: the catalog's simulated-model
- * parameters when the sidecar is simulated (a real backend refuses them), and a timeout.
+ * parameters when the sidecar is simulated, the serving `dtype` when it computes with Candle
+ * (each runtime refuses the other's options), and a timeout.
  */
 export async function loadOptionsFor(
   client: SidecarClient,
   entry: ModelEntry,
   timeoutMs?: number,
 ): Promise<LoadOptions> {
-  const sim = entry.sim !== undefined && (await client.health()).backend === "sim";
+  const timeout = timeoutMs === undefined ? {} : { timeoutMs };
+  const dtype = entry.serving?.dtype;
+  if (entry.sim === undefined && dtype === undefined) return timeout;
+  const { backend } = await client.health();
   return {
-    ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    ...(sim ? { sim: entry.sim } : {}),
+    ...timeout,
+    ...(entry.sim !== undefined && backend === "sim" ? { sim: entry.sim } : {}),
+    ...(dtype !== undefined && backend.startsWith("candle") ? { dtype } : {}),
   };
 }

@@ -16,7 +16,7 @@ use crate::pooling::l2_normalize;
 use crate::sentence_transformers::read_json;
 use crate::task::Task;
 use crate::weights::CountedSafetensors;
-use crate::{LoadError, Pooling, SentenceTransformersConfig};
+use crate::{LoadError, Pooling, Precision, SentenceTransformersConfig};
 
 /// Most padded tokens (rows × longest row) one forward pass may hold. Attention scores grow with
 /// rows × heads × seq², so a large batch of long inputs is cut into several passes rather than
@@ -69,8 +69,9 @@ struct Tokenized {
 
 impl CandleBackend {
     /// Loads `dir` (`config.json`, `tokenizer.json`, `model.safetensors` and the optional
-    /// sentence-transformers files) onto `device`, with f32 weights.
-    pub fn load(dir: &Path, device: &Device) -> Result<Self, LoadError> {
+    /// sentence-transformers files) onto `device`, the encoder computing in `precision` and
+    /// the task head, if any, in f32.
+    pub fn load(dir: &Path, device: &Device, precision: Precision) -> Result<Self, LoadError> {
         let config: serde_json::Value = read_json(&dir.join("config.json"))?;
         let architecture = Architecture::detect(&config)?;
         let task = Task::detect(&config)?;
@@ -86,9 +87,9 @@ impl CandleBackend {
                 ),
             });
         }
-        let (vb, loaded) = CountedSafetensors::var_builder(&weights, DType::F32, device)?;
+        let (vb, loaded) = CountedSafetensors::var_builder(&weights, precision.dtype(), device)?;
         let (encoder, shape) = architecture.build(config, vb.clone())?;
-        let head = Head::load(task, vb, shape.hidden_size)?;
+        let head = Head::load(task, vb.set_dtype(DType::F32), shape.hidden_size)?;
 
         let max_input_tokens = st
             .max_seq_length
@@ -161,7 +162,11 @@ impl CandleBackend {
         let type_ids = Tensor::from_vec(type_ids, (n, seq_len), &self.device)?;
         let mask = Tensor::from_vec(mask, (n, seq_len), &self.device)?;
 
-        let hidden = self.encoder.forward(&ids, &type_ids, &mask)?;
+        // Pooling and heads run in f32 whatever the encoder computed in.
+        let hidden = self
+            .encoder
+            .forward(&ids, &type_ids, &mask)?
+            .to_dtype(DType::F32)?;
         Ok((hidden, mask))
     }
 

@@ -6,7 +6,7 @@ use shoal_sidecar_core::{Backend, DeviceSpec};
 use crate::generator::LlamaGenerator;
 use crate::models::llama::GgufWeightMode;
 use crate::sentence_transformers::read_json;
-use crate::{CandleBackend, LoadError};
+use crate::{CandleBackend, LoadError, Precision};
 
 /// The weights file of a model directory in GGUF layout (`libs/model-sources` names it so).
 const GGUF_FILE: &str = "model.gguf";
@@ -17,6 +17,9 @@ pub struct LoadOptions {
     /// A GGUF model's matrices: quantized as stored (the default) or expanded to f32.
     /// Safetensors weights are always computed in f32, so this changes nothing for them.
     pub gguf_weights: GgufWeightMode,
+    /// What an encoder computes in. Generators compute in f32 (or on their quantized
+    /// matrices) and refuse any other precision.
+    pub precision: Precision,
 }
 
 /// The device every model of one sidecar runs on. Created once at start so that a missing GPU
@@ -61,9 +64,10 @@ impl CandleRuntime {
         self.spec
     }
 
-    /// Loads the model directory `dir` onto this runtime's device.
-    pub fn load(&self, dir: &Path) -> Result<CandleBackend, LoadError> {
-        CandleBackend::load(dir, &self.device)
+    /// Loads the encoder in directory `dir` onto this runtime's device, computing in
+    /// `precision`.
+    pub fn load(&self, dir: &Path, precision: Precision) -> Result<CandleBackend, LoadError> {
+        CandleBackend::load(dir, &self.device, precision)
     }
 
     /// Loads whatever `path` holds onto this runtime's device: a GGUF file is a generative
@@ -76,8 +80,18 @@ impl CandleRuntime {
         path: &Path,
         options: LoadOptions,
     ) -> Result<Box<dyn Backend + Send>, LoadError> {
-        let gguf =
-            |file: &Path| LlamaGenerator::load_gguf(file, &self.device, options.gguf_weights);
+        let generator_precision = || match options.precision {
+            Precision::F32 => Ok(()),
+            other => Err(LoadError::Unsupported(format!(
+                "dtype {} for a generator: generators compute in f32 (or on a GGUF's quantized \
+                 matrices); dtype applies to encoders",
+                other.as_str()
+            ))),
+        };
+        let gguf = |file: &Path| {
+            generator_precision()?;
+            LlamaGenerator::load_gguf(file, &self.device, options.gguf_weights)
+        };
         if path.is_file() {
             return Ok(Box::new(gguf(path)?));
         }
@@ -89,6 +103,7 @@ impl CandleRuntime {
         if config_path.is_file() {
             let config: serde_json::Value = read_json(&config_path)?;
             if is_llama(&config) {
+                generator_precision()?;
                 return Ok(Box::new(LlamaGenerator::load_dir(
                     path,
                     config,
@@ -96,7 +111,7 @@ impl CandleRuntime {
                 )?));
             }
         }
-        Ok(Box::new(self.load(path)?))
+        Ok(Box::new(self.load(path, options.precision)?))
     }
 }
 

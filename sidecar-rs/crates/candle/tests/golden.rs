@@ -3,9 +3,10 @@
 mod common;
 
 use serde::Deserialize;
-use shoal_sidecar_core::{Backend, EmbedBatch, Embeddings};
+use shoal_sidecar_candle::{CandleRuntime, Precision};
+use shoal_sidecar_core::{Backend, DeviceSpec, EmbedBatch, Embeddings};
 
-use common::{cosine, fixture_path, load_minilm, norm};
+use common::{cosine, fixture_path, load_minilm, minilm_dir, norm};
 
 const MIN_COSINE: f64 = 0.9999;
 
@@ -44,6 +45,17 @@ fn fixture() -> Fixture {
 }
 
 fn check(sentence: &Sentence, index: usize, out: &Embeddings, row: usize, how: &str) -> f64 {
+    check_within(sentence, index, out, row, how, MIN_COSINE)
+}
+
+fn check_within(
+    sentence: &Sentence,
+    index: usize,
+    out: &Embeddings,
+    row: usize,
+    how: &str,
+    min_cosine: f64,
+) -> f64 {
     let got = out.row(row).expect("row exists");
     let cos = cosine(got, &sentence.embedding);
     let n = norm(got);
@@ -52,8 +64,8 @@ fn check(sentence: &Sentence, index: usize, out: &Embeddings, row: usize, how: &
         "{how}: sentence {index}: norm {n}, the model's Normalize module was skipped"
     );
     assert!(
-        cos >= MIN_COSINE,
-        "{how}: sentence {index} {:?}: cosine {cos:.6} < {MIN_COSINE}",
+        cos >= min_cosine,
+        "{how}: sentence {index} {:?}: cosine {cos:.6} < {min_cosine}",
         sentence.text
     );
     assert_eq!(
@@ -105,4 +117,32 @@ fn matches_sentence_transformers_in_one_batch_and_one_at_a_time() {
         "{} sentences, lowest cosine {worst:.7}",
         fixture.sentences.len()
     );
+}
+
+/// f16 and bf16 keep 11 and 8 significant bits against f32's 24, so they are held to a looser
+/// bound; pooling and normalisation still run in f32, so norms stay exact.
+#[test]
+fn half_precisions_stay_close_to_sentence_transformers() {
+    let fixture = fixture();
+    let runtime = CandleRuntime::open(DeviceSpec::Cpu).unwrap();
+    let batch = EmbedBatch {
+        inputs: fixture.sentences.iter().map(|s| s.text.clone()).collect(),
+        truncate: true,
+    };
+    let f32_bytes = load_minilm().memory_bytes();
+    for (precision, min_cosine) in [(Precision::F16, 0.999), (Precision::Bf16, 0.99)] {
+        let model = runtime.load(&minilm_dir(), precision).expect("loads");
+        assert_eq!(
+            model.memory_bytes(),
+            f32_bytes / 2,
+            "{precision:?} holds two bytes a weight"
+        );
+        let all = model.embed(&batch).expect("batch embeds");
+        let mut worst = f64::INFINITY;
+        for (i, sentence) in fixture.sentences.iter().enumerate() {
+            let how = format!("{precision:?}");
+            worst = worst.min(check_within(sentence, i, &all, i, &how, min_cosine));
+        }
+        eprintln!("{precision:?}: lowest cosine {worst:.7}");
+    }
 }

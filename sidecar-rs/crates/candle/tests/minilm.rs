@@ -3,7 +3,7 @@
 
 mod common;
 
-use shoal_sidecar_candle::{CandleRuntime, LoadError, Pooling};
+use shoal_sidecar_candle::{CandleRuntime, LoadError, Pooling, Precision};
 use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch, ModelFamily};
 
 use common::{cosine, load_minilm, minilm_dir, norm};
@@ -164,14 +164,14 @@ fn loader_errors_name_the_problem() {
     let dir = std::env::temp_dir().join(format!("shoal-bad-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.json"), r#"{"model_type": "llama"}"#).unwrap();
-    let unsupported = runtime.load(&dir).unwrap_err();
+    let unsupported = runtime.load(&dir, Precision::F32).unwrap_err();
     assert!(
         matches!(unsupported, LoadError::Unsupported(_)),
         "{unsupported}"
     );
 
     std::fs::write(dir.join("config.json"), r#"{"model_type": "bert"}"#).unwrap();
-    let no_weights = runtime.load(&dir).unwrap_err();
+    let no_weights = runtime.load(&dir, Precision::F32).unwrap_err();
     assert!(
         no_weights.to_string().contains("model.safetensors"),
         "{no_weights}"

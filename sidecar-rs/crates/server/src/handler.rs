@@ -134,11 +134,17 @@ async fn dispatch(
             sim,
             openai,
             dequantize,
+            dtype,
         } => {
             let backend = backend.unwrap_or(state.backend);
             if dequantize.is_some() && backend != BackendKind::Candle {
                 return Err(ProtocolError::bad_request(
                     "`dequantize` is only valid with backend `candle`",
+                ));
+            }
+            if dtype.is_some() && backend != BackendKind::Candle {
+                return Err(ProtocolError::bad_request(
+                    "`dtype` is only valid with backend `candle`",
                 ));
             }
             if openai.is_some() && backend != BackendKind::Openai {
@@ -175,6 +181,7 @@ async fn dispatch(
                         } else {
                             GgufWeightMode::Quantized
                         },
+                        precision: dtype.unwrap_or_default(),
                     },
                 },
                 (BackendKind::Sim, path, sim) => LoadSpec::sim(path.map(PathBuf::from), sim),

@@ -3,6 +3,7 @@
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Malformed, Reader};
 use crate::options::BackendKind;
+use shoal_sidecar_candle::Precision;
 use shoal_sidecar_openai::{OpenAiConfig, OpenAiSettings};
 use shoal_sidecar_sim::{SimOverrides, SimParams};
 
@@ -36,6 +37,8 @@ pub(crate) enum Op<'a> {
         openai: Option<OpenAiConfig>,
         /// Candle: expand a GGUF's quantized matrices to f32 at load.
         dequantize: Option<bool>,
+        /// Candle: what an encoder computes in.
+        dtype: Option<Precision>,
     },
     Unload {
         model: &'a str,
@@ -159,6 +162,7 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
                 None => None,
             },
             dequantize: fields.dequantize,
+            dtype: fields.dtype,
         },
         "unload" => Op::Unload {
             model: fields.required_model().map_err(reject)?,
@@ -278,6 +282,7 @@ struct Fields<'a> {
     sim: Option<SimOverrides>,
     openai: Option<OpenAiSettings>,
     dequantize: Option<bool>,
+    dtype: Option<Precision>,
     /// `generate`: prompt and sampling.
     generate: generate::GenerateFields<'a>,
     /// `cancel`: the request to cancel.
@@ -336,6 +341,16 @@ impl<'a> Fields<'a> {
                     Item::Bool(v) => fields.dequantize = Some(v),
                     other => return Err(wrong_type("dequantize", "a bool", other)),
                 },
+                ("load", b"dtype") => {
+                    let name = string("dtype", value)?;
+                    fields.dtype = Some(Precision::from_name(name).ok_or_else(|| {
+                        ProtocolError::bad_request(format!(
+                            "`dtype` must be one of {}, got `{}`",
+                            Precision::NAMES.map(|n| format!("`{n}`")).join(", "),
+                            name.escape_debug()
+                        ))
+                    })?)
+                }
                 ("embed" | "score" | "classify" | "extract", b"truncate") => match value {
                     Item::Bool(v) => fields.truncate = Some(v),
                     other => return Err(wrong_type("truncate", "a bool", other)),
@@ -561,6 +576,7 @@ mod tests {
                     sim: None,
                     openai: None,
                     dequantize: None,
+                    dtype: None,
                 }
             }
         );
@@ -807,6 +823,11 @@ mod tests {
                 load(&[("dequantize", V::from("yes"))]),
                 "`dequantize` must be a bool",
             ),
+            (
+                load(&[("dtype", V::from("fp16"))]),
+                "`dtype` must be one of `f32`, `f16`, `bf16`, got `fp16`",
+            ),
+            (load(&[("dtype", V::from(16))]), "`dtype` must be a string"),
             (load(&[("sim", V::from(3))]), "`sim` must be a map"),
             (
                 load(&[("sim", sim(&[("dim", V::from(-4))]))]),

@@ -151,6 +151,32 @@ fn fixture(name: &str) -> Fixture {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generator_refuses_a_half_precision_dtype() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    let gguf = smollm2::smollm2_gguf();
+    let load = req(
+        1,
+        "load",
+        &[
+            ("model", V::from("smol-f16")),
+            ("path", V::from(gguf.to_str().unwrap())),
+            ("dtype", V::from("f16")),
+        ],
+    );
+    let message = assert_error(&c.call(&load).await, 1, "load_failed");
+    assert!(message.contains("generators compute in f32"), "{message}");
+    let stats = c.call(&req(2, "stats", &[])).await;
+    let names: Vec<&str> = get(&stats, "models")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| get(m, "model").as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"smol-f16"), "{names:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dequantized_load_streams_the_float32_reference_tokens() {
     let sidecar = sidecar().await;
     let mut c = sidecar.client().await;

@@ -102,6 +102,24 @@ async fn load_and_unload() {
     let message = assert_error(&unsupported, 8, "load_failed");
     assert!(message.contains("t5"), "{message}");
 
+    // An encoder computes in the dtype it is loaded with: half the bytes in f16.
+    let half = client
+        .call(&req(
+            11,
+            "load",
+            &[
+                ("model", V::from("minilm-f16")),
+                ("path", V::from(path.as_str())),
+                ("dtype", V::from("f16")),
+            ],
+        ))
+        .await;
+    assert_ok(&half, 11);
+    assert_eq!(get(&half, "memory_bytes").as_u64(), Some(memory / 2));
+    let embedded = client.call(&embed(12, "minilm-f16", strs(&["hi"]))).await;
+    assert_ok(&embedded, 12);
+    assert!((norm(&rows(&embedded)[0]) - 1.0).abs() < 1e-5);
+
     // A failed load frees the name, and the name can be reused after an unload.
     let reloaded = client.call(&load(9, "minilm", &path)).await;
     assert_ok(&reloaded, 9);

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use shoal_sidecar_candle::CandleRuntime;
+use shoal_sidecar_candle::{CandleRuntime, Precision};
 use shoal_sidecar_core::{Backend, DeviceSpec, EmbedBatch};
 use shoal_sidecar_sim::CostModel;
 
@@ -155,7 +155,7 @@ fn text_of(tokens: usize) -> String {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let runtime = CandleRuntime::open(DeviceSpec::Cpu)?;
-    let backend = runtime.load(&args.model_dir)?;
+    let backend = runtime.load(&args.model_dir, Precision::F32)?;
     let mut points: Vec<Point> = args
         .batch_sizes
         .iter()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 #[path = "../../../test-support/minilm.rs"]
 mod minilm;
 use minilm::minilm_dir;
-use shoal_sidecar_candle::CandleRuntime;
+use shoal_sidecar_candle::{CandleRuntime, Precision};
 use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch};
 use shoal_sidecar_sim::{
     CostModel, Profile, SimBackend, SimOverrides, SimParams, pseudo_embedding,
@@ -93,7 +93,7 @@ fn with_the_models_tokenizer_tokens_and_truncation_match_candle() {
     assert!(sim.has_tokenizer());
     let candle = CandleRuntime::open(DeviceSpec::Cpu)
         .unwrap()
-        .load(&dir)
+        .load(&dir, Precision::F32)
         .unwrap();
     assert_eq!(sim.dim(), candle.dim());
     assert_eq!(sim.max_input_tokens(), candle.max_input_tokens());

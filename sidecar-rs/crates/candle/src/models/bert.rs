@@ -338,10 +338,17 @@ impl Encoder for BertModel {
         attention_mask: &Tensor,
     ) -> Result<Tensor> {
         let (batch, seq_len) = input_ids.dims2()?;
-        // Padding gets the most negative f32, as Hugging Face does, so its softmax weight is 0.
-        let additive_mask = ((1.0 - attention_mask.to_dtype(DType::F32)?)? * f64::from(f32::MIN))?
-            .reshape((batch, 1, 1, seq_len))?;
         let hidden = self.embeddings.forward(input_ids, token_type_ids)?;
+        // Padding gets the most negative value of the compute type, as Hugging Face does, so
+        // its softmax weight is 0: f32::MIN in f32; in f16 and bf16 it would overflow to -inf.
+        let dtype = hidden.dtype();
+        let min = match dtype {
+            DType::F16 | DType::BF16 => -65504.0,
+            _ => f64::from(f32::MIN),
+        };
+        let additive_mask = ((1.0 - attention_mask.to_dtype(DType::F32)?)? * min)?
+            .to_dtype(dtype)?
+            .reshape((batch, 1, 1, seq_len))?;
         self.encoder.forward(&hidden, &additive_mask)
     }
 }

@@ -8,7 +8,7 @@ pub use minilm::minilm_dir;
 
 use std::path::PathBuf;
 
-use shoal_sidecar_candle::{CandleBackend, CandleRuntime};
+use shoal_sidecar_candle::{CandleBackend, CandleRuntime, Precision};
 use shoal_sidecar_core::DeviceSpec;
 
 /// The reference outputs made by `tools/reference/make_minilm_fixture.py`.
@@ -20,7 +20,7 @@ pub fn fixture_path() -> PathBuf {
 pub fn load_minilm() -> CandleBackend {
     CandleRuntime::open(DeviceSpec::Cpu)
         .unwrap()
-        .load(&minilm_dir())
+        .load(&minilm_dir(), Precision::F32)
         .expect("all-MiniLM-L6-v2 loads")
 }
 
