@@ -15,8 +15,11 @@
  * `throughput.svg` and `latency.svg` of both.
  *
  * `--profile` names the bundle's hardware profile (default: the file's name); `--rates a,b,..`
- * replaces the workload's steps; `--params a,b` tunes only those parameters.
+ * replaces the workload's steps; `--params a,b` tunes only those parameters; `--workload`
+ * replaces the scenario's workload file. `--device cuda:0` tunes MiniLM on a GPU, where the
+ * encoder's precision (`dtype`) is searched first.
  */
+import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
@@ -69,6 +72,17 @@ const SPACES: Record<Scenario, readonly TuningParameter[]> = {
   ],
 };
 
+/**
+ * MiniLM on a GPU: the precision first (f16 runs the matrix products on tensor cores), then
+ * a second batch in flight, so the GPU is not left waiting while the next batch is pulled and
+ * tokenized. Short: a lent GPU comes with minutes, not hours, and the CPU space's budgets and
+ * fill waits are sized for batches of tens of milliseconds, where a GPU batch takes a few.
+ */
+const GPU_MINILM: readonly TuningParameter[] = [
+  { name: "dtype", candidates: ["f32", "f16"] },
+  { name: "batchesInFlight", candidates: [1, 2] },
+];
+
 const { values } = parseArgs({
   options: {
     scenario: { type: "string" },
@@ -77,23 +91,33 @@ const { values } = parseArgs({
     out: { type: "string" },
     rates: { type: "string" },
     params: { type: "string" },
+    workload: { type: "string" },
+    device: { type: "string", default: "cpu" },
   },
 });
 const usage =
   "usage: npm run autotune -- --scenario minilm|fleet --bundle <file> --out <dir> " +
-  "[--profile name] [--rates a,b,...] [--params a,b]";
+  "[--profile name] [--rates a,b,...] [--params a,b] [--workload <file>] [--device cpu|cuda:N]";
 const scenario = SCENARIOS.find((s) => s === values.scenario);
 if (scenario === undefined || values.bundle === undefined || values.out === undefined) {
   console.error(usage);
   process.exit(2);
 }
+const device = values.device;
+const gpu = device.startsWith("cuda");
+if (device !== "cpu" && scenario !== "minilm") {
+  console.error(`--device is for the minilm scenario\n${usage}`);
+  process.exit(2);
+}
 const bundlePath = values.bundle;
 const out = values.out;
 const profile = values.profile ?? basename(bundlePath).replace(/\.json$/, "");
-const space = SPACES[scenario].filter(
+const space = (gpu ? GPU_MINILM : SPACES[scenario]).filter(
   (p) => values.params === undefined || values.params.split(",").includes(p.name),
 );
-const workload = compileWorkload(JSON.parse(await readFile(workloadPath(scenario), "utf8")));
+const workload = compileWorkload(
+  JSON.parse(await readFile(values.workload ?? workloadPath(scenario), "utf8")),
+);
 const rates = values.rates?.split(",").map(Number) ?? [...workload.load.rates];
 if (rates.some((r, i) => !(r > 0) || (i > 0 && r <= (rates[i - 1] as number)))) {
   console.error(`--rates must be ascending positive numbers\n${usage}`);
@@ -111,7 +135,23 @@ const hardware =
   scenario === "fleet"
     ? `32 simulated accelerators (${FLEET_COST.fixedUs / 1000} ms per batch + ` +
       `${FLEET_COST.perPaddedTokenNs / 1e6} ms per padded token) on ${machine}`
-    : machine;
+    : gpu
+      ? `${gpuName(device)} (${device}) with ${machine}`
+      : machine;
+
+/** What nvidia-smi calls the GPU `device` names, for the bundle's description. */
+function gpuName(device: string): string {
+  const index = device.split(":")[1] ?? "0";
+  try {
+    return execFileSync(
+      "nvidia-smi",
+      ["--query-gpu=name", "--format=csv,noheader", `--id=${index}`],
+      { encoding: "utf8" },
+    ).trim();
+  } catch {
+    return "unknown GPU";
+  }
+}
 
 /**
  * What every trial's bundle carries besides the candidate: for the fleet, its accelerators'
@@ -152,7 +192,7 @@ async function measureWith(
   from: number,
   w: Workload,
 ): Promise<ModeResult> {
-  const harness = await startScenario(scenario as Scenario, w, { bundle });
+  const harness = await startScenario(scenario as Scenario, w, { bundle, device });
   running = harness;
   try {
     const send = restSender(harness.baseUrl);

@@ -7,9 +7,11 @@
  *   npm run bench -- --scenario fleet --compare router --out bench-out
  *
  * Scenarios:
- * - `minilm`: the real cluster on this machine (ingress, one worker, Candle MiniLM on CPU) over
- *   REST; the result also holds the sidecar's raw tokens/s on the same inputs, measured through
- *   the same sidecar after the sweep, and the cluster's tokens/s at the knee as a share of it.
+ * - `minilm`: the real cluster on this machine (ingress, one worker, Candle MiniLM on the CPU,
+ *   or with `--device cuda:0` on a GPU) over REST; the result also holds the sidecar's raw
+ *   tokens/s on the same inputs, measured through the same sidecar after the sweep
+ *   (`--raw-budget` padded tokens a batch, `--raw-in-flight` batches at once), and the
+ *   cluster's tokens/s at the knee as a share of it.
  * - `fleet`: 8 simulated models on 32 simulated accelerators (replicas by popularity), many
  *   small embedding requests. `--compare router` adds the top-down router on the same workers
  *   for every policy (`--policies`) and view refresh interval (`--refresh-ms`), and reports
@@ -54,13 +56,18 @@ const { values } = parseArgs({
     accelerators: { type: "string", default: "32" },
     bundle: { type: "string" },
     target: { type: "string", default: "rest" },
+    device: { type: "string", default: "cpu" },
+    // 4k padded tokens is the budget at which the raw bench measured this CPU's best.
+    "raw-budget": { type: "string", default: "4096" },
+    "raw-in-flight": { type: "string", default: "1" },
     out: { type: "string" },
   },
 });
 const usage =
   "usage: npm run bench -- --scenario minilm|fleet --out <dir> [--compare router] " +
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
-  "[--bundle <file>|none] [--target rest|grpc|msgpack]";
+  "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
+  "[--raw-budget tokens] [--raw-in-flight N]";
 const scenario = values.scenario;
 if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined) {
   console.error(usage);
@@ -68,6 +75,12 @@ if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined)
 }
 if (values.compare !== undefined && (values.compare !== "router" || scenario !== "fleet")) {
   console.error(`--compare router is the only comparison, and for the fleet scenario\n${usage}`);
+  process.exit(2);
+}
+if (values.device !== "cpu" && scenario !== "minilm") {
+  console.error(
+    `--device is for the minilm scenario (the fleet's accelerators are simulated)\n${usage}`,
+  );
   process.exit(2);
 }
 const target = TARGETS.find((t) => t === values.target);
@@ -100,23 +113,33 @@ stopOnSignal(() => running);
 
 const modes: Record<string, ModeResult> = {};
 // The bundle the services will load, as they resolve it (the hardware's, unless named).
-const loaded = await bundleFromEnv(bundle === undefined ? {} : { SHOAL_BUNDLE: bundle });
+const loaded = await bundleFromEnv({
+  SHOAL_DEVICE: values.device,
+  ...(bundle === undefined ? {} : { SHOAL_BUNDLE: bundle }),
+});
 let extra: Record<string, unknown> = { target, bundle: loaded?.source.path ?? "none" };
 
 if (scenario === "minilm") {
-  const harness = await startScenario(scenario, workload, { bundle });
+  const harness = await startScenario(scenario, workload, { bundle, device: values.device });
   running = harness;
   try {
     const send = sender(target, harness.baseUrl);
     await warm(send, workload);
     modes["pull"] = await sweep("pull", harness, workload, rates, send);
     if (harness.sidecar === undefined) throw new Error("minilm: the harness has no sidecar");
-    // The same sidecar alone on inputs drawn like the sweep's; 4k padded tokens is the budget
-    // at which the raw bench measured this CPU's best.
+    // The same sidecar alone on inputs drawn like the sweep's.
     const inputs = planStep(workload, 999, 200, 10);
-    const raw = await rawEmbedThroughput(harness.sidecar, "all-minilm-l6-v2", inputs, 4096, 20);
+    const raw = await rawEmbedThroughput(
+      harness.sidecar,
+      "all-minilm-l6-v2",
+      inputs,
+      Number(values["raw-budget"]),
+      20,
+      Number(values["raw-in-flight"]),
+    );
     extra = {
       ...extra,
+      device: values.device,
       sidecar_raw: raw,
       cluster_over_raw: (modes["pull"].knee_tokens_per_s || 0) / raw.tokens_per_s,
     };

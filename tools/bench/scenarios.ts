@@ -1,7 +1,8 @@
 /**
  * The bench's scenarios as clusters to run: what `bench.ts` sweeps and `autotune.ts` tunes.
  *
- * - `minilm`: the real cluster on this machine (ingress, one worker, Candle MiniLM on CPU).
+ * - `minilm`: the real cluster on this machine (ingress, one worker, Candle MiniLM on the CPU,
+ *   or on a GPU with `device`).
  * - `fleet`: 8 simulated models on 32 simulated accelerators (replicas by popularity), many
  *   small embedding requests.
  */
@@ -56,6 +57,8 @@ export function fleetPlacement(workload: Workload, accelerators: number): FleetM
 export interface ScenarioOptions {
   /** `SHOAL_BUNDLE` for the services: a bundle file, or `none`. */
   readonly bundle?: string | undefined;
+  /** MiniLM: the worker's device (`cpu`, `cuda:0`). @default "cpu" */
+  readonly device?: string | undefined;
   /** Fleet: accelerators to place the models on. */
   readonly accelerators?: number;
   /** Fleet: workers take only what a router assigns them. */
@@ -78,7 +81,10 @@ export function startScenario(
   options: ScenarioOptions,
 ): Promise<Harness> {
   const bundle = options.bundle === undefined ? {} : { bundle: options.bundle };
-  if (scenario === "minilm") return startRealCluster({ models: [MINILM], ...bundle });
+  if (scenario === "minilm") {
+    const device = options.device === undefined ? {} : { device: options.device };
+    return startRealCluster({ models: [MINILM], ...bundle, ...device });
+  }
   return startSimFleet({
     models: fleetPlacement(workload, options.accelerators ?? 32),
     cost: FLEET_COST,

@@ -52,13 +52,13 @@ elif [[ ! -f "${cuda_home}/lib/stubs/libcuda.so" ]]; then
     "${cuda_home}/lib/stubs/cuda-stub.c"
 fi
 
-# cudarc 0.19 knows CUDA up to 13.4; 13.5's driver and runtime APIs are a superset of it.
+# cudarc is told the toolkit's version: it selects the API it binds.
 # candle's kernel build cannot ask a GPU for its compute capability when none is present;
 # 90 is the H200 the device tool lends, override it for other cards.
 env_lines="export CUDA_HOME='${cuda_home}'
 export PATH='${cuda_home}/bin':\"\${PATH}\"
 export LD_LIBRARY_PATH='${cuda_home}/lib':\"\${LD_LIBRARY_PATH:-}\"
-export CUDARC_CUDA_VERSION=13040
+export CUDARC_CUDA_VERSION=13000
 export CUDA_COMPUTE_CAP=\"\${CUDA_COMPUTE_CAP:-90}\""
 if [[ "${1:-}" == "--env" ]]; then
   echo "${env_lines}"

@@ -24,6 +24,7 @@ export {
   WEIGHTS_FILE,
 } from "./model-files.js";
 export { GGUF_MAGIC, hasGgufMagic } from "./gguf.js";
+export { f16BitsToNumber, f32ToF16Bits, writeHalfPrecision } from "./half-precision.js";
 export type { SafetensorsHeader, SafetensorsTensor } from "./safetensors.js";
 export {
   InvalidSafetensorsError,

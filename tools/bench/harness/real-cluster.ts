@@ -23,6 +23,11 @@ export interface RealClusterOptions {
   readonly workerEnv?: Readonly<Record<string, string>>;
   /** `SHOAL_BUNDLE` for the worker and ingress: a bundle file, or `none` for the defaults. */
   readonly bundle?: string;
+  /**
+   * `SHOAL_DEVICE` for the worker's sidecar (`cpu`, `cuda:0`); ingress gets it too, so both
+   * pick the same hardware's bundle. @default "cpu"
+   */
+  readonly device?: string;
 }
 
 export async function startRealCluster(options: RealClusterOptions): Promise<Harness> {
@@ -31,8 +36,10 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
   const port = await freePort();
   const socketPath = join(dir, "sidecar.sock");
   const services: ServiceHandle[] = [];
-  const bundleEnv: Record<string, string> =
-    options.bundle === undefined ? {} : { SHOAL_BUNDLE: options.bundle };
+  const bundleEnv: Record<string, string> = {
+    SHOAL_DEVICE: options.device ?? "cpu",
+    ...(options.bundle === undefined ? {} : { SHOAL_BUNDLE: options.bundle }),
+  };
   try {
     services.push(
       await startService("worker", {
