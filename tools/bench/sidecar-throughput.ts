@@ -12,6 +12,10 @@
  * token (2 per weight of every matmul, plus attention at the context length) times peak
  * FLOP/s (cores × clock × `--flops-per-cycle`). Writes JSON to `--out`.
  *
+ * `--device cuda:0` runs the sidecar on a GPU and `--dtypes f32,f16` measures MiniLM in each
+ * precision; `--no-generators` leaves SmolLM2 out. Off the CPU the FP32 limit is not computed
+ * (the CPU's peak says nothing about a GPU); the achieved GFLOP/s are reported instead.
+ *
  *   node --import tsx tools/bench/sidecar-throughput.ts --out sidecar-throughput.json
  */
 import { readFile, writeFile } from "node:fs/promises";
@@ -28,6 +32,9 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "10" },
     concurrency: { type: "string", default: "1,4,16" },
     "gen-tokens": { type: "string", default: "64" },
+    device: { type: "string", default: "cpu" },
+    dtypes: { type: "string", default: "f32" },
+    "no-generators": { type: "boolean", default: false },
     // Default: from /proc/cpuinfo (see flopsPerCycle).
     "flops-per-cycle": { type: "string" },
     out: { type: "string" },
@@ -87,7 +94,9 @@ function smollm2FlopsPerToken(ctx: number): number {
   return layers * (2 * perLayer + 4 * ctx * h) + 2 * h * vocab;
 }
 
-const sidecar = await startSidecar({ models: { minilm: minilmDir(), smollm2: smollm2Gguf() } });
+const cpu = values.device === "cpu";
+const dtypes = values.dtypes.split(",") as ("f32" | "f16" | "bf16")[];
+const sidecar = await startSidecar({ models: {}, args: ["--device", values.device] });
 const client = await SidecarClient.connect({
   socketPath: sidecar.socketPath,
   requestTimeoutMs: 600_000,
@@ -98,31 +107,37 @@ try {
   const text = Array.from({ length: seq - 2 }, () => "a").join(" ");
   const minilmFlops = await bertFlopsPerToken(minilmDir(), seq);
   const embed = [];
-  for (const budget of list(values.budgets)) {
-    const inputs = Array.from({ length: Math.max(1, Math.floor(budget / seq)) }, () => text);
-    await client.embed({ model: "minilm", inputs });
-    let tokens = 0;
-    let batches = 0;
-    let computeUs = 0;
-    const started = performance.now();
-    while (performance.now() - started < seconds * 1000) {
-      const r = await client.embed({ model: "minilm", inputs });
-      tokens += r.tokens.reduce((a, b) => a + b, 0);
-      computeUs += r.computeUs;
-      batches++;
+  for (const dtype of dtypes) {
+    const model = `minilm-${dtype}`;
+    await client.load(model, minilmDir(), { dtype });
+    for (const budget of list(values.budgets)) {
+      const inputs = Array.from({ length: Math.max(1, Math.floor(budget / seq)) }, () => text);
+      await client.embed({ model, inputs });
+      let tokens = 0;
+      let batches = 0;
+      let computeUs = 0;
+      const started = performance.now();
+      while (performance.now() - started < seconds * 1000) {
+        const r = await client.embed({ model, inputs });
+        tokens += r.tokens.reduce((a, b) => a + b, 0);
+        computeUs += r.computeUs;
+        batches++;
+      }
+      const wallS = (performance.now() - started) / 1000;
+      const tokensPerS = tokens / wallS;
+      const limit = (peak.peak_gflops * 1e9) / minilmFlops;
+      embed.push({
+        dtype,
+        budget_tokens: budget,
+        inputs_per_batch: inputs.length,
+        batches,
+        tokens_per_s: tokensPerS,
+        achieved_gflops: (tokensPerS * minilmFlops) / 1e9,
+        compute_share: computeUs / 1e6 / wallS,
+        ...(cpu ? { fp32_limit_tokens_per_s: limit, ratio_to_limit: tokensPerS / limit } : {}),
+      });
     }
-    const wallS = (performance.now() - started) / 1000;
-    const tokensPerS = tokens / wallS;
-    const limit = (peak.peak_gflops * 1e9) / minilmFlops;
-    embed.push({
-      budget_tokens: budget,
-      inputs_per_batch: inputs.length,
-      batches,
-      tokens_per_s: tokensPerS,
-      compute_share: computeUs / 1e6 / wallS,
-      fp32_limit_tokens_per_s: limit,
-      ratio_to_limit: tokensPerS / limit,
-    });
+    await client.unload(model);
   }
 
   /** Generated tokens/s of `model` at each concurrency of `--concurrency`. */
@@ -165,17 +180,29 @@ try {
     }
     return runs;
   };
-  const quantized = await generateRuns("smollm2");
-  await client.unload("smollm2");
-  await client.load("smollm2-f32", smollm2Gguf(), { dequantize: true });
-  const dequantized = await generateRuns("smollm2-f32");
+  let generators = {};
+  if (!values["no-generators"]) {
+    await client.load("smollm2", smollm2Gguf());
+    const quantized = await generateRuns("smollm2");
+    await client.unload("smollm2");
+    await client.load("smollm2-f32", smollm2Gguf(), { dequantize: true });
+    const dequantized = await generateRuns("smollm2-f32");
+    generators = {
+      smollm2: { weights: "Q4_1 GGUF", max_tokens: genTokens, runs: quantized },
+      smollm2_dequantized: {
+        weights: "Q4_1 GGUF as f32",
+        max_tokens: genTokens,
+        runs: dequantized,
+      },
+    };
+  }
 
   const result = {
     scenario: "sidecar-throughput",
+    device: values.device,
     cpu: peak,
     minilm: { seq_tokens: seq, flops_per_token: minilmFlops, seconds, batches: embed },
-    smollm2: { weights: "Q4_1 GGUF", max_tokens: genTokens, runs: quantized },
-    smollm2_dequantized: { weights: "Q4_1 GGUF as f32", max_tokens: genTokens, runs: dequantized },
+    ...generators,
   };
   const json = JSON.stringify(result, null, 2);
   if (values.out === undefined) console.log(json);

@@ -9,22 +9,24 @@
 #             (needs only <pack>/runtime) -> smoke.log
 #   golden    golden-check.ts: MiniLM in f32, f16 and bf16 against sentence-transformers
 #             -> golden.json
+#   raw       sidecar-throughput.ts: the sidecar alone, MiniLM in f32 and f16 at 4k, 16k and
+#             64k padded tokens a batch -> raw.json
 #   autotune  autotune.ts --device on workloads/minilm-gpu.json -> cuda.json (the bundle),
 #             autotune/ (every trial)
 #   bench     bench.ts --device with that bundle (else bundles/cuda.json, else the untuned
 #             defaults): the cluster's knee and the sidecar's raw tokens/s -> bench/
-#   Default: all four, in that order.
+#   Default: all five, in that order.
 # Environment: SHOAL_GPU_DEVICE (cuda:0), SHOAL_GPU_RATES (autotune's --rates),
 # SHOAL_GPU_WORK (where binaries unpack; default <pack-dir>/unpacked).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-[[ $# -ge 2 ]] || { sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 pack="$(realpath "$1")"
 out="$(realpath -m "$2")"
 shift 2
 steps=("$@")
-((${#steps[@]})) || steps=(smoke golden autotune bench)
+((${#steps[@]})) || steps=(smoke golden raw autotune bench)
 device="${SHOAL_GPU_DEVICE:-cuda:0}"
 work="${SHOAL_GPU_WORK:-${pack}/unpacked}"
 mkdir -p "${work}/bin" "${work}/home" "${out}"
@@ -49,6 +51,7 @@ missing="$(ldd "${SHOAL_SIDECAR_BIN}" | awk '/not found/ { print $1 }')"
 for lib in ${missing}; do
   found="$(find /usr/local /opt /usr/lib -name "${lib}" -print -quit 2>/dev/null || true)"
   [[ -n "${found}" ]] || { echo "run-gpu.sh: ${lib} is on neither the loader's path nor the disk" >&2; exit 1; }
+  echo "run-gpu.sh: ${found}" >&2
   export LD_LIBRARY_PATH="$(dirname "${found}")${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
 done
 
@@ -73,6 +76,10 @@ for step in "${steps[@]}"; do
       ;;
     golden)
       "${tsx[@]}" tools/bench/golden-check.ts --device "${device}" --out "${out}/golden.json"
+      ;;
+    raw)
+      "${tsx[@]}" tools/bench/sidecar-throughput.ts --device "${device}" --dtypes f32,f16 \
+        --budgets 4096,16384,65536 --seconds 4 --no-generators --out "${out}/raw.json"
       ;;
     autotune)
       "${tsx[@]}" tools/bench/autotune.ts --scenario minilm --device "${device}" \
