@@ -17,7 +17,8 @@
  * `--profile` names the bundle's hardware profile (default: the file's name); `--rates a,b,..`
  * replaces the workload's steps; `--params a,b` tunes only those parameters; `--workload`
  * replaces the scenario's workload file. `--device cuda:0` tunes MiniLM on a GPU, where the
- * encoder's precision (`dtype`) is searched first.
+ * encoder's precision (`dtype`) is searched first; `--ingresses N` feeds it from N ingress
+ * processes.
  */
 import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
@@ -43,7 +44,7 @@ import {
 } from "./scenarios.js";
 import { writeCharts } from "./charts.js";
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
-import { restSender } from "./targets/rest.js";
+import { sender } from "./targets/index.js";
 
 const DEFAULT_EDGES = [16, 32, 64, 128, 256, 512];
 
@@ -93,11 +94,13 @@ const { values } = parseArgs({
     params: { type: "string" },
     workload: { type: "string" },
     device: { type: "string", default: "cpu" },
+    ingresses: { type: "string", default: "1" },
   },
 });
 const usage =
   "usage: npm run autotune -- --scenario minilm|fleet --bundle <file> --out <dir> " +
-  "[--profile name] [--rates a,b,...] [--params a,b] [--workload <file>] [--device cpu|cuda:N]";
+  "[--profile name] [--rates a,b,...] [--params a,b] [--workload <file>] [--device cpu|cuda:N] " +
+  "[--ingresses N]";
 const scenario = SCENARIOS.find((s) => s === values.scenario);
 if (scenario === undefined || values.bundle === undefined || values.out === undefined) {
   console.error(usage);
@@ -105,8 +108,13 @@ if (scenario === undefined || values.bundle === undefined || values.out === unde
 }
 const device = values.device;
 const gpu = device.startsWith("cuda");
-if (device !== "cpu" && scenario !== "minilm") {
-  console.error(`--device is for the minilm scenario\n${usage}`);
+const ingresses = Number(values.ingresses);
+if ((device !== "cpu" || ingresses !== 1) && scenario !== "minilm") {
+  console.error(`--device and --ingresses are for the minilm scenario\n${usage}`);
+  process.exit(2);
+}
+if (!Number.isSafeInteger(ingresses) || ingresses < 1) {
+  console.error(`--ingresses must be an integer ≥ 1\n${usage}`);
   process.exit(2);
 }
 const bundlePath = values.bundle;
@@ -192,10 +200,10 @@ async function measureWith(
   from: number,
   w: Workload,
 ): Promise<ModeResult> {
-  const harness = await startScenario(scenario as Scenario, w, { bundle, device });
+  const harness = await startScenario(scenario as Scenario, w, { bundle, device, ingresses });
   running = harness;
   try {
-    const send = restSender(harness.baseUrl);
+    const send = sender("rest", harness.baseUrls);
     await warm(send, w);
     return await sweep(label, harness, w, rates, send, from);
   } finally {

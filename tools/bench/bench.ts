@@ -8,7 +8,8 @@
  *
  * Scenarios:
  * - `minilm`: the real cluster on this machine (ingress, one worker, Candle MiniLM on the CPU,
- *   or with `--device cuda:0` on a GPU) over REST; the result also holds the sidecar's raw
+ *   or with `--device cuda:0` on a GPU, fed by `--ingresses N` ingress processes that the load
+ *   is spread over) over REST; the result also holds the sidecar's raw
  *   tokens/s on the same inputs, measured through the same sidecar after the sweep
  *   (`--raw-budget` padded tokens a batch, `--raw-in-flight` batches at once), and the
  *   cluster's tokens/s at the knee as a share of it.
@@ -57,6 +58,7 @@ const { values } = parseArgs({
     bundle: { type: "string" },
     target: { type: "string", default: "rest" },
     device: { type: "string", default: "cpu" },
+    ingresses: { type: "string", default: "1" },
     // 4k padded tokens is the budget at which the raw bench measured this CPU's best.
     "raw-budget": { type: "string", default: "4096" },
     "raw-in-flight": { type: "string", default: "1" },
@@ -67,7 +69,7 @@ const usage =
   "usage: npm run bench -- --scenario minilm|fleet --out <dir> [--compare router] " +
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
-  "[--raw-budget tokens] [--raw-in-flight N]";
+  "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N]";
 const scenario = values.scenario;
 if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined) {
   console.error(usage);
@@ -77,10 +79,13 @@ if (values.compare !== undefined && (values.compare !== "router" || scenario !==
   console.error(`--compare router is the only comparison, and for the fleet scenario\n${usage}`);
   process.exit(2);
 }
-if (values.device !== "cpu" && scenario !== "minilm") {
-  console.error(
-    `--device is for the minilm scenario (the fleet's accelerators are simulated)\n${usage}`,
-  );
+const ingresses = Number(values.ingresses);
+if ((values.device !== "cpu" || ingresses !== 1) && scenario !== "minilm") {
+  console.error(`--device and --ingresses are for the minilm scenario\n${usage}`);
+  process.exit(2);
+}
+if (!Number.isSafeInteger(ingresses) || ingresses < 1) {
+  console.error(`--ingresses must be an integer ≥ 1\n${usage}`);
   process.exit(2);
 }
 const target = TARGETS.find((t) => t === values.target);
@@ -120,10 +125,14 @@ const loaded = await bundleFromEnv({
 let extra: Record<string, unknown> = { target, bundle: loaded?.source.path ?? "none" };
 
 if (scenario === "minilm") {
-  const harness = await startScenario(scenario, workload, { bundle, device: values.device });
+  const harness = await startScenario(scenario, workload, {
+    bundle,
+    device: values.device,
+    ingresses,
+  });
   running = harness;
   try {
-    const send = sender(target, harness.baseUrl);
+    const send = sender(target, harness.baseUrls);
     await warm(send, workload);
     modes["pull"] = await sweep("pull", harness, workload, rates, send);
     if (harness.sidecar === undefined) throw new Error("minilm: the harness has no sidecar");
@@ -140,6 +149,7 @@ if (scenario === "minilm") {
     extra = {
       ...extra,
       device: values.device,
+      ingresses,
       sidecar_raw: raw,
       cluster_over_raw: (modes["pull"].knee_tokens_per_s || 0) / raw.tokens_per_s,
     };
@@ -158,7 +168,7 @@ if (scenario === "minilm") {
   const pull = await startScenario(scenario, workload, fleet);
   running = pull;
   try {
-    const send = sender(target, pull.baseUrl);
+    const send = sender(target, pull.baseUrls);
     await warm(send, workload);
     modes["pull"] = await sweep("pull", pull, workload, rates, send);
   } finally {
@@ -168,7 +178,7 @@ if (scenario === "minilm") {
     const routed = await startScenario("fleet", workload, { ...fleet, routed: true });
     running = routed;
     try {
-      const send = sender(target, routed.baseUrl);
+      const send = sender(target, routed.baseUrls);
       for (const policy of policies) {
         for (const refreshMs of refreshes) {
           await routed.routeWith(policy, refreshMs);

@@ -59,6 +59,8 @@ export interface ScenarioOptions {
   readonly bundle?: string | undefined;
   /** MiniLM: the worker's device (`cpu`, `cuda:0`). @default "cpu" */
   readonly device?: string | undefined;
+  /** MiniLM: ingress processes. @default 1 */
+  readonly ingresses?: number | undefined;
   /** Fleet: accelerators to place the models on. */
   readonly accelerators?: number;
   /** Fleet: workers take only what a router assigns them. */
@@ -82,8 +84,12 @@ export function startScenario(
 ): Promise<Harness> {
   const bundle = options.bundle === undefined ? {} : { bundle: options.bundle };
   if (scenario === "minilm") {
-    const device = options.device === undefined ? {} : { device: options.device };
-    return startRealCluster({ models: [MINILM], ...bundle, ...device });
+    return startRealCluster({
+      models: [MINILM],
+      ...bundle,
+      ...(options.device === undefined ? {} : { device: options.device }),
+      ...(options.ingresses === undefined ? {} : { ingresses: options.ingresses }),
+    });
   }
   return startSimFleet({
     models: fleetPlacement(workload, options.accelerators ?? 32),

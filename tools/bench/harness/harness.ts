@@ -2,8 +2,8 @@ import type { SidecarClient } from "@shoal/sidecar-client";
 
 /** A cluster a bench scenario runs against. */
 export interface Harness {
-  /** Where the ingress serves REST. */
-  readonly baseUrl: string;
+  /** Where each of the cluster's ingress processes serves; load is spread over them. */
+  readonly baseUrls: readonly string[];
   /** Accelerators (sidecars) serving the scenario's models. */
   readonly accelerators: number;
   /** A connection to the first worker's sidecar, for the raw-throughput denominator. */

@@ -2,7 +2,9 @@
  * The real cluster on this machine for the bench: nats-server, the ingress service (annotating
  * in process) on a free port, and one worker service whose sidecar computes with Candle, each
  * its own process as `npm start` runs them. The bench reaches it over REST like any client.
- * Services log at info: their readiness lines are info lines.
+ * Ingress is stateless, so a faster accelerator is fed by more ingress processes on one queue
+ * (`ingresses`), as a deployment would scale it. Services log at info: their readiness lines
+ * are info lines.
  */
 import { join } from "node:path";
 import { SidecarClient } from "@shoal/sidecar-client";
@@ -28,12 +30,14 @@ export interface RealClusterOptions {
    * pick the same hardware's bundle. @default "cpu"
    */
   readonly device?: string;
+  /** Ingress processes, each on its own port. @default 1 */
+  readonly ingresses?: number;
 }
 
 export async function startRealCluster(options: RealClusterOptions): Promise<Harness> {
   const dir = await tempDir("bench-cluster");
   const nats = await startNatsServer();
-  const port = await freePort();
+  const ports: number[] = [];
   const socketPath = join(dir, "sidecar.sock");
   const services: ServiceHandle[] = [];
   const bundleEnv: Record<string, string> = {
@@ -56,19 +60,23 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
         readyTimeoutMs: 300_000,
       }),
     );
-    services.push(
-      await startService("ingress", {
-        env: {
-          NATS_URL: nats.url,
-          SHOAL_PORT: String(port),
-          SHOAL_HOST: "127.0.0.1",
-          SHOAL_ANNOTATOR: "inprocess",
-          LOG_LEVEL: "info",
-          ...bundleEnv,
-        },
-        readyMessage: "ingress listening",
-      }),
-    );
+    for (let i = 0; i < (options.ingresses ?? 1); i++) {
+      const port = await freePort();
+      services.push(
+        await startService("ingress", {
+          env: {
+            NATS_URL: nats.url,
+            SHOAL_PORT: String(port),
+            SHOAL_HOST: "127.0.0.1",
+            SHOAL_ANNOTATOR: "inprocess",
+            LOG_LEVEL: "info",
+            ...bundleEnv,
+          },
+          readyMessage: "ingress listening",
+        }),
+      );
+      ports.push(port);
+    }
   } catch (err) {
     for (const s of services.reverse()) await s.stop();
     await nats.stop();
@@ -76,7 +84,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
   }
   const sidecar = await SidecarClient.connect({ socketPath, requestTimeoutMs: 600_000 });
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrls: ports.map((port) => `http://127.0.0.1:${port}`),
     accelerators: 1,
     sidecar,
     counters: () => sumCounters([sidecar]),

@@ -139,7 +139,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
     throw err;
   }
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrls: [`http://127.0.0.1:${port}`],
     accelerators: clients.length,
     counters: () => sumCounters(clients),
     async routeWith(policy, refreshMs) {

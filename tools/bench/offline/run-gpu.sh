@@ -16,18 +16,20 @@
 #   bench     bench.ts --device with that bundle (else bundles/cuda.json, else the untuned
 #             defaults): the cluster's knee and the sidecar's raw tokens/s -> bench/
 #   Default: all five, in that order.
-# Environment: SHOAL_GPU_DEVICE (cuda:0), SHOAL_GPU_RATES (autotune's --rates),
+# Environment: SHOAL_GPU_DEVICE (cuda:0), SHOAL_GPU_INGRESSES (ingress processes feeding the
+# GPU, default 1), SHOAL_GPU_RATES and SHOAL_GPU_PARAMS (autotune's --rates and --params),
 # SHOAL_GPU_WORK (where binaries unpack; default <pack-dir>/unpacked).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-[[ $# -ge 2 ]] || { sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,26s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 pack="$(realpath "$1")"
 out="$(realpath -m "$2")"
 shift 2
 steps=("$@")
 ((${#steps[@]})) || steps=(smoke golden raw autotune bench)
 device="${SHOAL_GPU_DEVICE:-cuda:0}"
+ingresses="${SHOAL_GPU_INGRESSES:-1}"
 work="${SHOAL_GPU_WORK:-${pack}/unpacked}"
 mkdir -p "${work}/bin" "${work}/home" "${out}"
 cd "${root}"
@@ -84,8 +86,8 @@ for step in "${steps[@]}"; do
     autotune)
       "${tsx[@]}" tools/bench/autotune.ts --scenario minilm --device "${device}" \
         --workload tools/bench/workloads/minilm-gpu.json --profile cuda \
-        --bundle "${out}/cuda.json" --out "${out}/autotune" \
-        ${SHOAL_GPU_RATES:+--rates "${SHOAL_GPU_RATES}"}
+        --bundle "${out}/cuda.json" --out "${out}/autotune" --ingresses "${ingresses}" \
+        ${SHOAL_GPU_RATES:+--rates "${SHOAL_GPU_RATES}"} ${SHOAL_GPU_PARAMS:+--params "${SHOAL_GPU_PARAMS}"}
       ;;
     bench)
       bundle="${out}/cuda.json"
@@ -93,7 +95,7 @@ for step in "${steps[@]}"; do
       [[ -f "${bundle}" ]] || bundle=none
       "${tsx[@]}" tools/bench/bench.ts --scenario minilm --device "${device}" \
         --workload tools/bench/workloads/minilm-gpu.json --bundle "${bundle}" \
-        --raw-budget 16384 --raw-in-flight 2 --out "${out}/bench"
+        --ingresses "${ingresses}" --raw-budget 16384 --raw-in-flight 2 --out "${out}/bench"
       ;;
     *)
       echo "run-gpu.sh: unknown step ${step}" >&2
