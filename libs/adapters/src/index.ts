@@ -22,3 +22,6 @@ export {
 export type { BaseShape } from "./base-shape.js";
 export { InvalidGgufError, readGgufMetadata } from "./gguf-metadata.js";
 export type { GgufLimits, GgufValue } from "./gguf-metadata.js";
+export { ArchiveTooLargeError, InvalidArchiveError } from "./archive-error.js";
+export { DEFAULT_TAR_LIMITS, readTar } from "./tar.js";
+export type { TarFiles, TarLimits } from "./tar.js";
