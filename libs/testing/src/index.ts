@@ -15,6 +15,8 @@ export {
 export type { SidecarHandle, SidecarOptions } from "./sidecar.js";
 export { startSidecar } from "./sidecar.js";
 export { tempDir } from "./temp-dir.js";
+export type { TarArchiveOptions, TarEntrySpec } from "./tar-archive.js";
+export { paxRecord, tarArchive, tarHeader } from "./tar-archive.js";
 export type { CollectedSpan, OtlpCollector } from "./otlp-collector.js";
 export { startOtlpCollector } from "./otlp-collector.js";
 export type { ServiceHandle, ServiceOptions } from "./service-process.js";

@@ -1,0 +1,27 @@
+/**
+ * LoRA adapters as versioned, tenant-owned artifacts: how requests name them
+ * (`base:adapter@version`), the base model's shape they must fit, reading uploaded archives,
+ * validating PEFT adapters, and storing them in JetStream.
+ */
+export {
+  ADAPTER_NAME_PATTERN,
+  checkAdapterName,
+  checkAdapterVersion,
+  formatAdapterReference,
+  InvalidModelReferenceError,
+  isAdapterName,
+  parseModelReference,
+} from "./reference.js";
+export type { AdapterReference, ModelReference } from "./reference.js";
+export {
+  InvalidBaseModelError,
+  readBaseShape,
+  shapeFromGgufMetadata,
+  shapeFromTransformersConfig,
+} from "./base-shape.js";
+export type { BaseShape } from "./base-shape.js";
+export { InvalidGgufError, readGgufMetadata } from "./gguf-metadata.js";
+export type { GgufLimits, GgufValue } from "./gguf-metadata.js";
+export { ArchiveTooLargeError, InvalidArchiveError } from "./archive-error.js";
+export { DEFAULT_TAR_LIMITS, readTar } from "./tar.js";
+export type { TarFiles, TarLimits } from "./tar.js";
