@@ -37,7 +37,7 @@ import transformers  # noqa: E402
 from peft import LoraConfig, PeftModel, get_peft_model  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
-from smollm2_prompts import SHARED_PROMPTS  # noqa: E402
+from smollm2_prompts import SHARED_PROMPTS, greedy, prompt_tokens  # noqa: E402
 
 STEPS = 24
 BASE_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -98,38 +98,12 @@ def make_adapter(model, out_dir):
     with open(config_path, encoding="utf-8") as f:
         saved = json.load(f)
     saved["base_model_name_or_path"] = BASE_ID
+    # PEFT keeps target_modules as a set: its order changes from run to run.
+    saved["target_modules"] = sorted(saved["target_modules"])
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(saved, f, indent=2, sort_keys=True)
         f.write("\n")
     return adapted.unload()
-
-
-def prompt_tokens(tokenizer, case):
-    if "messages" in case:
-        rendered = tokenizer.apply_chat_template(
-            case["messages"], add_generation_prompt=True, tokenize=False
-        )
-        return tokenizer(rendered, add_special_tokens=False)["input_ids"]
-    return tokenizer(case["prompt"], add_special_tokens=True)["input_ids"]
-
-
-def greedy(model, ids, eos):
-    tokens, margins = [], []
-    past = None
-    feed = torch.tensor([ids])
-    with torch.no_grad():
-        for _ in range(STEPS):
-            result = model(input_ids=feed, cache=past, use_cache=True)
-            past = result.cache
-            logits = result.logits[0, -1]
-            top2 = torch.topk(logits, 2).values
-            token = int(torch.argmax(logits))
-            margins.append(round(float(top2[0] - top2[1]), 5))
-            tokens.append(token)
-            if token in eos:
-                break
-            feed = torch.tensor([[token]])
-    return tokens, margins
 
 
 def main():
@@ -155,8 +129,8 @@ def main():
     for case in PROMPTS:
         ids = prompt_tokens(tokenizer, case)
         with adapted.disable_adapter():
-            plain, _ = greedy(adapted, ids, eos)
-        tokens, margins = greedy(adapted, ids, eos)
+            plain, _ = greedy(adapted, ids, eos, STEPS)
+        tokens, margins = greedy(adapted, ids, eos, STEPS)
         if tokens[:8] == plain[:8]:
             raise SystemExit(f"{case['name']}: the adapter does not change the first 8 tokens")
         if len(tokens) < STEPS:

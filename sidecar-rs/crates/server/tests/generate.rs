@@ -150,6 +150,18 @@ fn fixture(name: &str) -> Fixture {
     serde_json::from_slice(&std::fs::read(path).expect("fixture exists")).unwrap()
 }
 
+/// The `stats` entry of [`MODEL`], asked for under request id `id`.
+async fn model_stats(c: &mut Client, id: u64) -> V {
+    let stats = c.call(&req(id, "stats", &[])).await;
+    get(&stats, "models")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| get(m, "model").as_str() == Some(MODEL))
+        .unwrap()
+        .clone()
+}
+
 /// The committed PEFT adapter for SmolLM2 (tools/reference/make_smollm2_lora.py).
 fn lora_dir() -> String {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -219,14 +231,7 @@ async fn adapters_load_serve_and_unload_over_the_socket() {
         "bad_request",
     );
 
-    let stats = c.call(&req(8, "stats", &[])).await;
-    let smol = get(&stats, "models")
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| get(m, "model").as_str() == Some(MODEL))
-        .unwrap()
-        .clone();
+    let smol = model_stats(&mut c, 8).await;
     let adapters = get(&smol, "adapters").as_array().unwrap();
     assert_eq!(adapters.len(), 1);
     assert_eq!(get(&adapters[0], "adapter").as_str(), Some("tiny@1"));
@@ -388,14 +393,7 @@ async fn loads_as_a_generate_model_and_streams_the_reference_tokens() {
         assert!(s.frames >= 1 && !s.text.is_empty(), "{}: {s:?}", case.name);
         assert!(!s.text.contains('\u{fffd}'), "{}: {:?}", case.name, s.text);
     }
-    let stats = c.call(&req(20, "stats", &[])).await;
-    let smol = get(&stats, "models")
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| get(m, "model").as_str() == Some(MODEL))
-        .unwrap()
-        .clone();
+    let smol = model_stats(&mut c, 20).await;
     assert_eq!(get(&smol, "sequences").as_u64(), Some(cases.len() as u64));
     assert_eq!(
         get(&smol, "generated_tokens").as_u64(),
