@@ -37,3 +37,28 @@ export { CONFIG_FILE, InvalidAdapterError, validateLoraAdapter, WEIGHTS_FILE } f
 export type { AdapterFiles, AdapterSummary, LoraValidationOptions } from "./peft.js";
 export { encodeFloats, makeLoraAdapter } from "./synthetic-adapter.js";
 export type { SyntheticAdapterOptions } from "./synthetic-adapter.js";
+export { AdapterStore } from "./store.js";
+export type {
+  AdapterBase,
+  AdapterStoreOptions,
+  PublishedAdapter,
+  PublishRequest,
+  RemoveOptions,
+  SweepResult,
+} from "./store.js";
+export {
+  ADAPTER_BUCKET,
+  ADAPTER_FILES,
+  ADAPTER_INDEX_BUCKET,
+  adapterIndexKey,
+  adapterObjectName,
+  adapterObjectPrefix,
+} from "./store-records.js";
+export type { AdapterRecord, AdapterVersion, FileDigest } from "./store-records.js";
+export type { AdapterIndexChange, AdapterWatch } from "./adapter-watch.js";
+export {
+  AdapterConflictError,
+  AdapterIntegrityError,
+  AdapterNotFoundError,
+  AdapterOwnershipError,
+} from "./store-errors.js";
