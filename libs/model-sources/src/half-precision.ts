@@ -1,5 +1,5 @@
 import { readFile, writeFile } from "node:fs/promises";
-import { readSafetensorsHeader } from "./safetensors.js";
+import { encodeSafetensors, parseSafetensors } from "./safetensors.js";
 
 const scratch = new DataView(new ArrayBuffer(4));
 
@@ -53,37 +53,18 @@ export function f16BitsToNumber(bits: number): number {
  * @throws InvalidSafetensorsError when `source` is not well-formed safetensors.
  */
 export async function writeHalfPrecision(source: string, target: string): Promise<void> {
-  const header = await readSafetensorsHeader(source);
   const bytes = await readFile(source);
-  const dataStart = 8 + Number(bytes.readBigUInt64LE(0));
-  const json: Record<string, unknown> = { __metadata__: header.metadata };
-  const parts: Buffer[] = [];
-  let offset = 0;
+  const { header, dataStart } = parseSafetensors(bytes);
   const ordered = [...header.tensors].sort((a, b) => a.dataOffsets[0] - b.dataOffsets[0]);
-  for (const tensor of ordered) {
+  const tensors = ordered.map((tensor) => {
     const [begin, end] = tensor.dataOffsets;
     const data = bytes.subarray(dataStart + begin, dataStart + end);
-    let part: Buffer;
-    if (tensor.dtype === "F32") {
-      part = Buffer.alloc(data.length / 2);
-      for (let i = 0; i < data.length / 4; i++) {
-        part.writeUInt16LE(f32ToF16Bits(data.readFloatLE(i * 4)), i * 2);
-      }
-    } else {
-      part = data;
+    if (tensor.dtype !== "F32") return { ...tensor, data };
+    const half = Buffer.alloc(data.length / 2);
+    for (let i = 0; i < data.length / 4; i++) {
+      half.writeUInt16LE(f32ToF16Bits(data.readFloatLE(i * 4)), i * 2);
     }
-    json[tensor.name] = {
-      dtype: tensor.dtype === "F32" ? "F16" : tensor.dtype,
-      shape: tensor.shape,
-      data_offsets: [offset, offset + part.length],
-    };
-    parts.push(part);
-    offset += part.length;
-  }
-  const text = Buffer.from(JSON.stringify(json), "utf8");
-  // The data that follows the header starts 8-byte aligned, as the reference writer pads it.
-  const padded = Buffer.concat([text, Buffer.alloc((8 - (text.length % 8)) % 8, 0x20)]);
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64LE(BigInt(padded.length));
-  await writeFile(target, Buffer.concat([length, padded, ...parts]));
+    return { ...tensor, dtype: "F16", data: half };
+  });
+  await writeFile(target, encodeSafetensors(tensors, header.metadata));
 }

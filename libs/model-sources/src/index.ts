@@ -25,10 +25,17 @@ export {
 } from "./model-files.js";
 export { GGUF_MAGIC, hasGgufMagic } from "./gguf.js";
 export { f16BitsToNumber, f32ToF16Bits, writeHalfPrecision } from "./half-precision.js";
-export type { SafetensorsHeader, SafetensorsTensor } from "./safetensors.js";
+export type {
+  ParsedSafetensors,
+  SafetensorsHeader,
+  SafetensorsInput,
+  SafetensorsTensor,
+} from "./safetensors.js";
 export {
+  encodeSafetensors,
   InvalidSafetensorsError,
   MAX_SAFETENSORS_HEADER_BYTES,
+  parseSafetensors,
   parseSafetensorsHeader,
   readSafetensorsHeader,
 } from "./safetensors.js";

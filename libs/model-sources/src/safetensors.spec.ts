@@ -2,8 +2,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   checkHeaderLength,
+  encodeSafetensors,
   InvalidSafetensorsError,
   MAX_SAFETENSORS_HEADER_BYTES,
+  parseSafetensors,
   parseSafetensorsHeader,
 } from "./safetensors.js";
 
@@ -163,5 +165,46 @@ describe("checkHeaderLength", () => {
     ["a u64 read from garbage", 0xffff_ffff_ffff_ffffn, 2 ** 40, "limit"],
   ])("rejects one %s", (_name, length, fileBytes, message) => {
     expect(() => checkHeaderLength(length, fileBytes)).toThrow(message);
+  });
+});
+
+describe("encodeSafetensors and parseSafetensors", () => {
+  it("round-trip tensors, metadata and bytes, with the data 8-byte aligned", () => {
+    const a = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
+    const b = new Uint8Array([1, 2, 3, 4]);
+    const bytes = encodeSafetensors(
+      [
+        { name: "a", dtype: "F32", shape: [3], data: a },
+        { name: "b", dtype: "F16", shape: [2, 1], data: b },
+      ],
+      { format: "pt" },
+    );
+    const { header, dataStart } = parseSafetensors(bytes);
+    expect(dataStart % 8).toBe(0);
+    expect(header.metadata).toEqual({ format: "pt" });
+    expect(header.tensors).toEqual([
+      { name: "a", dtype: "F32", shape: [3], dataOffsets: [0, 12] },
+      { name: "b", dtype: "F16", shape: [2, 1], dataOffsets: [12, 16] },
+    ]);
+    expect(bytes.subarray(dataStart + 12, dataStart + 16)).toEqual(Buffer.from(b));
+  });
+
+  it("parseSafetensors refuses bytes too short, or with a length past the end", () => {
+    expect(() => parseSafetensors(new Uint8Array(7))).toThrow(InvalidSafetensorsError);
+    const bytes = encodeSafetensors([
+      { name: "a", dtype: "U8", shape: [1], data: new Uint8Array(1) },
+    ]);
+    expect(() => parseSafetensors(bytes.subarray(0, 20))).toThrow("past the end");
+    expect(() => parseSafetensors(bytes.subarray(0, bytes.length - 1))).toThrow(
+      "past the 0 data bytes",
+    );
+  });
+
+  it("parseSafetensors reads from a view at any offset of a larger buffer", () => {
+    const bytes = encodeSafetensors([
+      { name: "a", dtype: "U8", shape: [1], data: new Uint8Array(1) },
+    ]);
+    const shifted = Buffer.concat([Buffer.alloc(3), bytes]).subarray(3);
+    expect(parseSafetensors(shifted).header.tensors).toHaveLength(1);
   });
 });

@@ -72,6 +72,64 @@ export async function readSafetensorsHeader(path: string): Promise<SafetensorsHe
   }
 }
 
+/** A safetensors file held in memory: its header, and where the tensor data starts. */
+export interface ParsedSafetensors {
+  readonly header: SafetensorsHeader;
+  /** Offset of the data in the bytes: tensor offsets are relative to it. */
+  readonly dataStart: number;
+}
+
+/**
+ * Validates a whole safetensors file held in memory (an upload) the way
+ * {@link readSafetensorsHeader} validates one on disk.
+ *
+ * @throws InvalidSafetensorsError when the bytes are not well-formed safetensors.
+ */
+export function parseSafetensors(bytes: Uint8Array): ParsedSafetensors {
+  if (bytes.byteLength < 8) {
+    throw new InvalidSafetensorsError(`file is ${bytes.byteLength} bytes, shorter than 8`);
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerBytes = checkHeaderLength(view.getBigUint64(0, true), bytes.byteLength);
+  const dataStart = 8 + headerBytes;
+  const header = parseSafetensorsHeader(bytes.subarray(8, dataStart), bytes.byteLength - dataStart);
+  return { header, dataStart };
+}
+
+/** A tensor to write: its bytes are already in `dtype`'s little-endian layout. */
+export interface SafetensorsInput {
+  readonly name: string;
+  readonly dtype: string;
+  readonly shape: readonly number[];
+  readonly data: Uint8Array;
+}
+
+/**
+ * Encodes tensors as a safetensors file, in the order given, with the header padded with
+ * spaces so the data starts 8-byte aligned, as the reference writer does. Shapes and dtypes
+ * are not checked here: tests write malformed files through this on purpose.
+ */
+export function encodeSafetensors(
+  tensors: readonly SafetensorsInput[],
+  metadata: Readonly<Record<string, string>> = {},
+): Buffer {
+  const json: Record<string, unknown> = { __metadata__: metadata };
+  let offset = 0;
+  for (const tensor of tensors) {
+    json[tensor.name] = {
+      dtype: tensor.dtype,
+      shape: tensor.shape,
+      data_offsets: [offset, offset + tensor.data.byteLength],
+    };
+    offset += tensor.data.byteLength;
+  }
+  const text = Buffer.from(JSON.stringify(json), "utf8");
+  const padded = Buffer.concat([text, Buffer.alloc((8 - (text.length % 8)) % 8, 0x20)]);
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(padded.length));
+  return Buffer.concat([length, padded, ...tensors.map((t) => t.data)]);
+}
+
 /**
  * Checks a header length read from a file of `fileBytes` bytes, returning it as a number.
  *
