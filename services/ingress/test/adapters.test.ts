@@ -5,6 +5,7 @@ import { AdapterStore, readBaseShape, validateLoraAdapter } from "@shoal/adapter
 import { repoRoot, smollm2Dir } from "@shoal/testing";
 import OpenAI, { NotFoundError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runPytest } from "./support/pytest.js";
 import {
   SMOLLM2,
   startGenerationCluster,
@@ -118,4 +119,15 @@ describe("LoRA adapters through ingress", { timeout: 240_000 }, () => {
     const smol = (await cluster.sidecarStats()).models.find((m) => m.model === BASE.key);
     expect(smol?.adapters?.map((a) => a.adapter)).toContain("sea-poet@2");
   });
+});
+
+describe("Python clients (tools/clients-py/adapters)", () => {
+  it("pass pytest: the openai SDK and grpcio naming the adapter", async () => {
+    const { code, output } = await runPytest(["tools/clients-py/adapters"], cluster.baseUrl, {
+      SHOAL_ADAPTER: `${SMOLLM2}:sea-poet`,
+    });
+    expect(code, `pytest exited ${code}:\n${output}`).toBe(0);
+    expect(output, output).toMatch(/\b3 passed\b/);
+    expect(output, output).not.toMatch(/skipped|xfail|xpass|deselected/);
+  }, 300_000);
 });
