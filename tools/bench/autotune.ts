@@ -40,12 +40,10 @@ import {
   FLEET_ACCELERATORS,
   FLEET_COST,
   skewedReplicas,
-  SCENARIOS,
   startScenario,
   stopOnSignal,
   warm,
   workloadPath,
-  type Scenario,
 } from "./scenarios.js";
 import { writeCharts } from "./charts.js";
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
@@ -62,7 +60,11 @@ const DEFAULT_EDGES = [16, 32, 64, 128, 256, 512];
  * the 32 accelerators in proportion to each model's popularity raised to it (1: in
  * proportion to its load), written into the bundle as each model's `replicas`.
  */
-const SPACES: Record<Scenario, readonly TuningParameter[]> = {
+/** The scenarios autotune searches: generation's settings are not in a bundle yet. */
+const TUNABLE = ["minilm", "fleet"] as const;
+type Tunable = (typeof TUNABLE)[number];
+
+const SPACES: Record<Tunable, readonly TuningParameter[]> = {
   minilm: [
     { name: "batchTargetMs", candidates: [250, 100, 500, 1000] },
     { name: "maxPaddedTokens", candidates: [16384, 4096, 2048] },
@@ -109,7 +111,7 @@ const usage =
   "usage: npm run autotune -- --scenario minilm|fleet --bundle <file> --out <dir> " +
   "[--profile name] [--rates a,b,...] [--params a,b] [--workload <file>] [--device cpu|cuda:N] " +
   "[--ingresses N]";
-const scenario = SCENARIOS.find((s) => s === values.scenario);
+const scenario = TUNABLE.find((s) => s === values.scenario);
 if (scenario === undefined || values.bundle === undefined || values.out === undefined) {
   console.error(usage);
   process.exit(2);
@@ -184,7 +186,7 @@ function gpuName(device: string): string {
  * accelerators, so a trial that starts its sweep near the knee would miss its first step for
  * that reason alone.
  */
-const FIXED: Record<Scenario, Readonly<Record<string, unknown>>> = {
+const FIXED: Record<Tunable, Readonly<Record<string, unknown>>> = {
   minilm: {},
   fleet: {
     batchCostPrior: {
@@ -214,7 +216,7 @@ function bundleDoc(
         const serving = {
           ...inherited.get(id),
           ...tuned,
-          ...FIXED[scenario as Scenario],
+          ...FIXED[scenario as Tunable],
           ...(replicas === undefined ? {} : { replicas: replicas[i] }),
         };
         return [id, { serving }];
@@ -230,7 +232,7 @@ async function measureWith(
   from: number,
   w: Workload,
 ): Promise<ModeResult> {
-  const harness = await startScenario(scenario as Scenario, w, { bundle, device, ingresses });
+  const harness = await startScenario(scenario as Tunable, w, { bundle, device, ingresses });
   running = harness;
   try {
     const send = sender("rest", harness.baseUrls);

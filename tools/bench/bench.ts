@@ -13,6 +13,9 @@
  *   tokens/s on the same inputs, measured through the same sidecar after the sweep
  *   (`--raw-budget` padded tokens a batch, `--raw-in-flight` batches at once), and the
  *   cluster's tokens/s at the knee as a share of it.
+ * - `smollm2`: the real cluster generating with SmolLM2 on this CPU; the workload may name LoRA
+ *   adapters (`base:adapter`), which are published to the registry before the sweep
+ *   (`--workload tools/bench/workloads/smollm2-lora.json`).
  * - `fleet`: 8 simulated models on 32 simulated accelerators (replicas by popularity), many
  *   small embedding requests. `--compare router` adds the top-down router on the same workers
  *   for every policy (`--policies`) and view refresh interval (`--refresh-ms`), and reports
@@ -37,6 +40,7 @@ import { rawEmbedThroughput } from "./raw-denominator.js";
 import {
   defaultBundle,
   FLEET_ACCELERATORS,
+  SCENARIOS,
   fleetPlacement,
   FLEET_COST,
   startScenario,
@@ -67,12 +71,12 @@ const { values } = parseArgs({
   },
 });
 const usage =
-  "usage: npm run bench -- --scenario minilm|fleet --out <dir> [--compare router] " +
+  "usage: npm run bench -- --scenario minilm|fleet|smollm2 --out <dir> [--compare router] " +
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
   "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N]";
-const scenario = values.scenario;
-if ((scenario !== "minilm" && scenario !== "fleet") || values.out === undefined) {
+const scenario = SCENARIOS.find((s) => s === values.scenario);
+if (scenario === undefined || values.out === undefined) {
   console.error(usage);
   process.exit(2);
 }
@@ -154,6 +158,16 @@ if (scenario === "minilm") {
       sidecar_raw: raw,
       cluster_over_raw: (modes["pull"].knee_tokens_per_s || 0) / raw.tokens_per_s,
     };
+  } finally {
+    await harness.stop();
+  }
+} else if (scenario === "smollm2") {
+  const harness = await startScenario(scenario, workload, { bundle });
+  running = harness;
+  try {
+    const send = sender(target, harness.baseUrls);
+    await warm(send, workload);
+    modes["pull"] = await sweep("pull", harness, workload, rates, send);
   } finally {
     await harness.stop();
   }

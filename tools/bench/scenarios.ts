@@ -5,20 +5,24 @@
  *   or on a GPU with `device`).
  * - `fleet`: 8 simulated models on 32 simulated accelerators (replicas by popularity), many
  *   small embedding requests.
+ * - `smollm2`: the real cluster generating with SmolLM2-135M-Instruct (Q4_1) on this CPU; the
+ *   LoRA adapters its workload names (`base:adapter`) are published to the registry first.
  */
 import { join } from "node:path";
 import type { ConfigBundle } from "@shoal/config";
 import { apportion, zipfWeights, type Send, type Workload } from "@shoal/loadgen";
-import { bundleFromEnv } from "@shoal/process";
+import { bundleFromEnv, catalogFromEnv } from "@shoal/process";
 import { repoRoot } from "@shoal/testing";
+import { publishWorkloadAdapters } from "./harness/adapters.js";
 import type { Harness } from "./harness/harness.js";
 import { startRealCluster } from "./harness/real-cluster.js";
 import { startSimFleet, type FleetHarness, type FleetModel } from "./harness/sim-fleet.js";
 
-export const SCENARIOS = ["minilm", "fleet"] as const;
+export const SCENARIOS = ["minilm", "fleet", "smollm2"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
+export const SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct";
 
 /**
  * Simulated accelerators slow enough that the fleet's knee falls below the load this machine's
@@ -122,6 +126,16 @@ export async function startScenario(
       ...(options.device === undefined ? {} : { device: options.device }),
       ...(options.ingresses === undefined ? {} : { ingresses: options.ingresses }),
     });
+  }
+  if (scenario === "smollm2") {
+    const harness = await startRealCluster({ models: [SMOLLM2], ...bundle });
+    try {
+      await publishWorkloadAdapters(harness.natsUrl, await catalogFromEnv(process.env), workload);
+    } catch (err) {
+      await harness.stop();
+      throw err;
+    }
+    return harness;
   }
   const loaded =
     options.bundle === undefined

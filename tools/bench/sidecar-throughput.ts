@@ -13,17 +13,20 @@
  * FLOP/s (cores × clock × `--flops-per-cycle`). Writes JSON to `--out`.
  *
  * `--device cuda:0` runs the sidecar on a GPU and `--dtypes f32,f16` measures MiniLM in each
- * precision; `--no-generators` leaves SmolLM2 out. Off the CPU the FP32 limit is not computed
+ * precision; `--no-generators` leaves SmolLM2 out. `--adapters` also decodes the largest
+ * concurrency with LoRA adapters (rank 8 on the attention projections, seeded, PEFT's layout):
+ * every sequence with one adapter, and every sequence with its own, beside the base model. Off the CPU the FP32 limit is not computed
  * (the CPU's peak says nothing about a GPU); the achieved GFLOP/s are reported instead.
  *
  *   node --import tsx tools/bench/sidecar-throughput.ts --out sidecar-throughput.json
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { SidecarClient } from "@shoal/sidecar-client";
-import { minilmDir, smollm2Gguf, startSidecar } from "@shoal/testing";
+import { makeLoraAdapter, readBaseShape } from "@shoal/adapters";
+import { minilmDir, smollm2Dir, smollm2Gguf, startSidecar, tempDir } from "@shoal/testing";
 
 const { values } = parseArgs({
   options: {
@@ -35,6 +38,7 @@ const { values } = parseArgs({
     device: { type: "string", default: "cpu" },
     dtypes: { type: "string", default: "f32" },
     "no-generators": { type: "boolean", default: false },
+    adapters: { type: "boolean", default: false },
     // Default: from /proc/cpuinfo (see flopsPerCycle).
     "flops-per-cycle": { type: "string" },
     out: { type: "string" },
@@ -140,11 +144,18 @@ try {
     await client.unload(model);
   }
 
-  /** Generated tokens/s of `model` at each concurrency of `--concurrency`. */
-  const generateRuns = async (model: string): Promise<Record<string, number>[]> => {
+  /**
+   * Generated tokens/s of `model` at each of `concurrencies`, sequence `i` running with adapter
+   * `adapterOf(i)`.
+   */
+  const generateRuns = async (
+    model: string,
+    concurrencies = list(values.concurrency),
+    adapterOf: (i: number) => string | undefined = () => undefined,
+  ): Promise<Record<string, number>[]> => {
     const runs = [];
     const prompt = "Write a short story about a lighthouse keeper.";
-    for (const n of list(values.concurrency)) {
+    for (const n of concurrencies) {
       const run = async (): Promise<{ completion: number; prompt: number }> => {
         const gens = Array.from({ length: n }, (_, i) =>
           client.generate({
@@ -153,6 +164,7 @@ try {
             maxTokens: genTokens,
             temperature: 0.8,
             seed: i,
+            adapter: adapterOf(i),
           }),
         );
         const done = await Promise.all(gens.map((g) => g.done));
@@ -184,10 +196,34 @@ try {
   if (!values["no-generators"]) {
     await client.load("smollm2", smollm2Gguf());
     const quantized = await generateRuns("smollm2");
+    if (values.adapters) {
+      const n = Math.max(...list(values.concurrency));
+      const shape = await readBaseShape(smollm2Dir(), "gguf");
+      const dir = await tempDir("bench-adapters");
+      for (let i = 0; i < n; i++) {
+        const files = makeLoraAdapter(shape, {
+          targetModules: ["q_proj", "k_proj", "v_proj", "o_proj"],
+          seed: i + 1,
+        });
+        await mkdir(join(dir, `a${i}`));
+        await writeFile(join(dir, `a${i}`, "adapter_config.json"), files.config);
+        await writeFile(join(dir, `a${i}`, "adapter_model.safetensors"), files.weights);
+        await client.loadAdapter("smollm2", `a${i}`, join(dir, `a${i}`));
+      }
+      generators = {
+        smollm2_adapters: {
+          adapters: { rank: 8, target_modules: ["q_proj", "k_proj", "v_proj", "o_proj"] },
+          base: await generateRuns("smollm2", [n]),
+          one_adapter: await generateRuns("smollm2", [n], () => "a0"),
+          own_adapter_each: await generateRuns("smollm2", [n], (i) => `a${i}`),
+        },
+      };
+    }
     await client.unload("smollm2");
     await client.load("smollm2-f32", smollm2Gguf(), { dequantize: true });
     const dequantized = await generateRuns("smollm2-f32");
     generators = {
+      ...generators,
       smollm2: { weights: "Q4_1 GGUF", max_tokens: genTokens, runs: quantized },
       smollm2_dequantized: {
         weights: "Q4_1 GGUF as f32",

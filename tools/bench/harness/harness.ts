@@ -4,6 +4,8 @@ import type { SidecarClient } from "@shoal/sidecar-client";
 export interface Harness {
   /** Where each of the cluster's ingress processes serves; load is spread over them. */
   readonly baseUrls: readonly string[];
+  /** The cluster's nats-server. */
+  readonly natsUrl: string;
   /** Accelerators (sidecars) serving the scenario's models. */
   readonly accelerators: number;
   /** A connection to the first worker's sidecar, for the raw-throughput denominator. */

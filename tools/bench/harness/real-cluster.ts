@@ -85,6 +85,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
   const sidecar = await SidecarClient.connect({ socketPath, requestTimeoutMs: 600_000 });
   return {
     baseUrls: ports.map((port) => `http://127.0.0.1:${port}`),
+    natsUrl: nats.url,
     accelerators: 1,
     sidecar,
     counters: () => sumCounters([sidecar]),

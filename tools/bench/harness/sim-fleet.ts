@@ -140,6 +140,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
   }
   return {
     baseUrls: [`http://127.0.0.1:${port}`],
+    natsUrl: nats.url,
     accelerators: clients.length,
     counters: () => sumCounters(clients),
     async routeWith(policy, refreshMs) {
