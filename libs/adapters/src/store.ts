@@ -11,6 +11,7 @@ import { checkAdapterName, checkAdapterVersion, formatAdapterReference } from ".
 import { AdapterNotFoundError, AdapterOwnershipError } from "./store-errors.js";
 import {
   ADAPTER_BUCKET,
+  ADAPTER_FILES,
   ADAPTER_INDEX_BUCKET,
   adapterIndexKey,
   adapterObjectName,
@@ -163,8 +164,8 @@ export class AdapterStore {
     const weights = adapterObjectName(base.key, name, number, "weights");
     try {
       const version: AdapterVersion = {
-        ...request.summary,
         version: number,
+        ...request.summary,
         files: {
           config: await this.#put(config, request.files.config),
           weights: await this.#put(weights, request.files.weights),
@@ -297,7 +298,7 @@ export class AdapterStore {
       this.#objects,
       (["config", "weights"] as const).map((file) => ({
         object: adapterObjectName(baseKey, name, version, file),
-        file: file === "config" ? "adapter_config.json" : "adapter_model.safetensors",
+        file: ADAPTER_FILES[file],
         digest: found.files[file],
       })),
       dir,

@@ -184,7 +184,7 @@ function generatorBase(catalog: Catalog, base: string): ModelEntry {
     throw new NotFoundError(`no catalog model has the key or id ${JSON.stringify(base)}`);
   if (entry.family !== "generator") {
     throw new BadRequestError(
-      `${entry.id} is a ${entry.family} model; adapters are for generator models`,
+      `${entry.id} is a model of family ${entry.family}; adapters are for generator models`,
     );
   }
   return entry;

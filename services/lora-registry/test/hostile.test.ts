@@ -228,7 +228,7 @@ describe("requests the registry refuses before reading a body", () => {
       `/v1/adapters/${MINILM_KEY}/bot`,
       400,
       "bad_request",
-      "sentence-transformers/all-MiniLM-L6-v2 is a embedding model; adapters are for generator models",
+      "sentence-transformers/all-MiniLM-L6-v2 is a model of family embedding; adapters are for generator models",
     ],
     [
       "an upper-case name",
