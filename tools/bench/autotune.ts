@@ -15,16 +15,19 @@
  * `throughput.svg` and `latency.svg` of both.
  *
  * `--profile` names the bundle's hardware profile (default: the file's name); `--rates a,b,..`
- * replaces the workload's steps; `--params a,b` tunes only those parameters; `--workload`
+ * replaces the workload's steps; `--params a,b` tunes only those parameters, keeping the
+ * settings the bundle file already holds for the others; `--workload`
  * replaces the scenario's workload file. `--device cuda:0` tunes MiniLM on a GPU, where the
  * encoder's precision (`dtype`) is searched first; `--ingresses N` feeds it from N ingress
  * processes.
  */
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { cpus } from "node:os";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
+import { compileBundle, type ServingDefaults } from "@shoal/config";
 import {
   compileWorkload,
   tune,
@@ -34,7 +37,9 @@ import {
   type Workload,
 } from "@shoal/loadgen";
 import {
+  FLEET_ACCELERATORS,
   FLEET_COST,
+  skewedReplicas,
   SCENARIOS,
   startScenario,
   stopOnSignal,
@@ -53,7 +58,9 @@ const DEFAULT_EDGES = [16, 32, 64, 128, 256, 512];
  * (the latency a batch is sized for, and its padded-token ceiling), then how batches are
  * filled (fill wait, fetch size, prefetch depth), then the length buckets parts are queued by.
  * The fleet's accelerators have a fixed cost per batch 1,000× their per-token cost, so its
- * budgets reach higher.
+ * budgets reach higher. The fleet also tunes its replicas per model: `placementSkew` places
+ * the 32 accelerators in proportion to each model's popularity raised to it (1: in
+ * proportion to its load), written into the bundle as each model's `replicas`.
  */
 const SPACES: Record<Scenario, readonly TuningParameter[]> = {
   minilm: [
@@ -70,6 +77,7 @@ const SPACES: Record<Scenario, readonly TuningParameter[]> = {
     { name: "fetchSize", candidates: [64, 256] },
     { name: "batchesInFlight", candidates: [1, 2] },
     { name: "bucketEdges", candidates: [DEFAULT_EDGES, [32, 128]] },
+    { name: "placementSkew", candidates: [1, 0.5, 1.5] },
   ],
 };
 
@@ -137,6 +145,14 @@ let running: { stop(): Promise<void> } | undefined;
 stopOnSignal(() => running);
 
 const models = workload.mix.flatMap((m) => m.models);
+
+/**
+ * The settings the bundle already holds, model by model: a search of some parameters
+ * (`--params`) keeps the others as tuned before, rather than resetting them to defaults.
+ */
+const inherited: ReadonlyMap<string, ServingDefaults> = existsSync(bundlePath)
+  ? compileBundle(JSON.parse(await readFile(bundlePath, "utf8")), bundlePath).models
+  : new Map();
 const command = `npm run autotune -- ${process.argv.slice(2).join(" ")}`;
 const machine = `${cpus()[0]?.model ?? "unknown CPU"}, ${cpus().length} cores`;
 const hardware =
@@ -184,12 +200,26 @@ function bundleDoc(
   config: Readonly<Record<string, unknown>>,
   measured?: Record<string, unknown>,
 ): unknown {
-  const serving = { ...config, ...FIXED[scenario as Scenario] };
+  const { placementSkew, ...tuned } = config;
+  const replicas =
+    placementSkew === undefined
+      ? undefined
+      : skewedReplicas(workload, FLEET_ACCELERATORS, placementSkew as number);
   return {
     profile,
     description: hardware,
     ...(measured === undefined ? {} : { measured }),
-    models: Object.fromEntries(models.map((id) => [id, { serving }])),
+    models: Object.fromEntries(
+      models.map((id, i) => {
+        const serving = {
+          ...inherited.get(id),
+          ...tuned,
+          ...FIXED[scenario as Scenario],
+          ...(replicas === undefined ? {} : { replicas: replicas[i] }),
+        };
+        return [id, { serving }];
+      }),
+    ),
   };
 }
 

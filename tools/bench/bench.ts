@@ -36,6 +36,7 @@ import { writeCharts } from "./charts.js";
 import { rawEmbedThroughput } from "./raw-denominator.js";
 import {
   defaultBundle,
+  FLEET_ACCELERATORS,
   fleetPlacement,
   FLEET_COST,
   startScenario,
@@ -54,7 +55,7 @@ const { values } = parseArgs({
     compare: { type: "string" },
     policies: { type: "string", default: ROUTING_POLICIES.join(",") },
     "refresh-ms": { type: "string", default: "1,10,100" },
-    accelerators: { type: "string", default: "32" },
+    accelerators: { type: "string", default: String(FLEET_ACCELERATORS) },
     bundle: { type: "string" },
     target: { type: "string", default: "rest" },
     device: { type: "string", default: "cpu" },
@@ -162,7 +163,7 @@ if (scenario === "minilm") {
   extra = {
     ...extra,
     accelerators,
-    placement: fleetPlacement(workload, accelerators),
+    placement: fleetPlacement(workload, accelerators, loaded?.bundle),
     cost: FLEET_COST,
   };
   const pull = await startScenario(scenario, workload, fleet);

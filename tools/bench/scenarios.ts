@@ -7,7 +7,9 @@
  *   small embedding requests.
  */
 import { join } from "node:path";
+import type { ConfigBundle } from "@shoal/config";
 import { apportion, zipfWeights, type Send, type Workload } from "@shoal/loadgen";
+import { bundleFromEnv } from "@shoal/process";
 import { repoRoot } from "@shoal/testing";
 import type { Harness } from "./harness/harness.js";
 import { startRealCluster } from "./harness/real-cluster.js";
@@ -28,6 +30,9 @@ export const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
  */
 export const FLEET_COST = { fixedUs: 200_000, perPaddedTokenNs: 500_000 } as const;
 
+/** Simulated accelerators the fleet scenario places its models on, unless told otherwise. */
+export const FLEET_ACCELERATORS = 32;
+
 /**
  * The config bundle each scenario runs with unless told otherwise: the CPU one the services
  * pick for themselves, and the fleet's for its simulated accelerators.
@@ -40,14 +45,41 @@ export function workloadPath(scenario: Scenario): string {
   return join(repoRoot(), "tools", "bench", "workloads", `${scenario}.json`);
 }
 
-/** The fleet's models, with replicas over `accelerators` by Zipf popularity. */
-export function fleetPlacement(workload: Workload, accelerators: number): FleetModel[] {
+/** The fleet workload's models, in popularity order. */
+export function fleetModels(workload: Workload): readonly string[] {
   const entry = workload.mix[0];
   if (entry === undefined || workload.mix.length !== 1 || entry.function !== "embed") {
     throw new Error("the fleet scenario takes a workload of one embed mix entry");
   }
-  const replicas = apportion(zipfWeights(entry.models.length, 1), accelerators);
-  return entry.models.map((id, i) => ({
+  return entry.models;
+}
+
+/**
+ * Replicas of the fleet's models over `accelerators`, in proportion to their Zipf popularity
+ * raised to `skew`: 1 is proportional to load, below 1 spreads the accelerators more evenly,
+ * above 1 gives the popular models more.
+ */
+export function skewedReplicas(workload: Workload, accelerators: number, skew: number): number[] {
+  const weights = zipfWeights(fleetModels(workload).length, 1).map((w) => w ** skew);
+  return apportion(weights, accelerators);
+}
+
+/**
+ * The fleet's models with their replicas over `accelerators`: in proportion to the bundle's
+ * `replicas` when the bundle gives every model one (the tuned placement), else to their Zipf
+ * popularity.
+ */
+export function fleetPlacement(
+  workload: Workload,
+  accelerators: number,
+  bundle?: ConfigBundle,
+): FleetModel[] {
+  const ids = fleetModels(workload);
+  const tuned = ids.map((id) => bundle?.models.get(id)?.replicas);
+  const replicas = tuned.every((r) => r !== undefined)
+    ? apportion(tuned, accelerators)
+    : skewedReplicas(workload, accelerators, 1);
+  return ids.map((id, i) => ({
     id,
     key: id.replace(/^sim\//, ""),
     replicas: replicas[i] as number,
@@ -77,7 +109,7 @@ export function startScenario(
   workload: Workload,
   options: ScenarioOptions,
 ): Promise<Harness>;
-export function startScenario(
+export async function startScenario(
   scenario: Scenario,
   workload: Workload,
   options: ScenarioOptions,
@@ -91,8 +123,12 @@ export function startScenario(
       ...(options.ingresses === undefined ? {} : { ingresses: options.ingresses }),
     });
   }
+  const loaded =
+    options.bundle === undefined
+      ? undefined
+      : await bundleFromEnv({ SHOAL_BUNDLE: options.bundle });
   return startSimFleet({
-    models: fleetPlacement(workload, options.accelerators ?? 32),
+    models: fleetPlacement(workload, options.accelerators ?? FLEET_ACCELERATORS, loaded?.bundle),
     cost: FLEET_COST,
     routed: options.routed ?? false,
     ...bundle,

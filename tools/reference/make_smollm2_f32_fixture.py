@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
-from smollm2_prompts import SHARED_PROMPTS  # noqa: E402
+from smollm2_prompts import SHARED_PROMPTS, greedy, prompt_tokens  # noqa: E402
 
 STEPS = 40
 
@@ -39,16 +39,6 @@ PROMPTS = [
     {"name": "colours", "prompt": "The three primary colours are"},
     *SHARED_PROMPTS,
 ]
-
-
-def prompt_tokens(tokenizer, case) -> list[int]:
-    if "messages" in case:
-        rendered = tokenizer.apply_chat_template(
-            case["messages"], add_generation_prompt=True, tokenize=False
-        )
-        # The rendered text carries its own special tokens; none are added around it.
-        return tokenizer(rendered, add_special_tokens=False)["input_ids"]
-    return tokenizer(case["prompt"], add_special_tokens=True)["input_ids"]
 
 
 def main() -> None:
@@ -72,24 +62,10 @@ def main() -> None:
     cases = []
     for case in PROMPTS:
         ids = prompt_tokens(tokenizer, case)
-        greedy, margins = [], []
-        past = None
-        feed = torch.tensor([ids])
-        with torch.no_grad():
-            for _ in range(STEPS):
-                result = model(input_ids=feed, cache=past, use_cache=True)
-                past = result.cache
-                logits = result.logits[0, -1]
-                top2 = torch.topk(logits, 2).values
-                token = int(torch.argmax(logits))
-                margins.append(round(float(top2[0] - top2[1]), 5))
-                greedy.append(token)
-                if token in eos:
-                    break
-                feed = torch.tensor([[token]])
-        if len(greedy) < STEPS:
-            raise SystemExit(f"{case['name']}: ended after {len(greedy)} tokens; pick another prompt")
-        cases.append({**case, "prompt_tokens": ids, "greedy": greedy, "margins": margins})
+        tokens, margins = greedy(model, ids, eos, STEPS)
+        if len(tokens) < STEPS:
+            raise SystemExit(f"{case['name']}: ended after {len(tokens)} tokens; pick another prompt")
+        cases.append({**case, "prompt_tokens": ids, "greedy": tokens, "margins": margins})
 
     fixture = {
         "model": "SmolLM2-135M-Instruct.Q4_1.gguf, dequantized to float32",

@@ -28,6 +28,7 @@ const bundleDoc = {
         bucketEdges: [16, 64],
         batchCostPrior: { fixedUs: 900, perSequenceUs: 40, perPaddedTokenUs: 9 },
         dtype: "f16",
+        replicas: 2,
       },
       tuning: { knee_rps: 40 },
     },
@@ -50,6 +51,7 @@ describe("config bundles", () => {
       bucketEdges: [16, 64],
       batchCostPrior: { fixedUs: 900, perSequenceUs: 40, perPaddedTokenUs: 9 },
       dtype: "f16",
+      replicas: 2,
     });
     expect(catalog.find("other")?.serving).toEqual({});
     expect(catalog.bundle).toEqual({ profile: "cpu", path: "/b/cpu.json" });

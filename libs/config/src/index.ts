@@ -19,4 +19,4 @@ export type {
   SimModelParams,
 } from "./model-serving.js";
 export { intInRange, parseIntSetting } from "./values.js";
-export { shoalHome, modelsDir } from "./paths.js";
+export { adaptersDir, shoalHome, modelsDir } from "./paths.js";

@@ -24,6 +24,12 @@ export interface ServingDefaults {
   /** Tokens a generation produces when the request sets no `max_tokens`. */
   readonly maxNewTokens?: number;
   /**
+   * Copies of the model to keep resident: a node's model-loader keeps a pinned model on this
+   * many accelerators whatever the demand, and a static placement (the fleet bench) gives it
+   * this many. @default 1
+   */
+  readonly replicas?: number;
+  /**
    * What an encoder computes in on the sidecar: `f16` or `bf16` halve its memory and run on a
    * GPU's tensor cores; heads and pooling stay f32. Generators accept only `f32`.
    *
@@ -74,6 +80,7 @@ const SERVING_INTEGERS = [
   "fetchSize",
   "batchesInFlight",
   "maxNewTokens",
+  "replicas",
 ] as const;
 const SERVING_KEYS = [...SERVING_INTEGERS, "bucketEdges", "batchCostPrior", "dtype"] as const;
 const PRIOR_KEYS = ["fixedUs", "perSequenceUs", "perPaddedTokenUs"] as const;

@@ -19,3 +19,11 @@ export function modelsDir(env: Readonly<Record<string, string | undefined>>): st
     ? configured
     : join(shoalHome(env), "models");
 }
+
+/** Where LoRA adapters fetched from the registry are kept: `SHOAL_ADAPTERS`, else `<SHOAL_HOME>/adapters`. */
+export function adaptersDir(env: Readonly<Record<string, string | undefined>>): string {
+  const configured = env["SHOAL_ADAPTERS"];
+  return configured !== undefined && configured !== ""
+    ? configured
+    : join(shoalHome(env), "adapters");
+}

@@ -30,6 +30,15 @@ export class ModelNotFoundError extends RequestError {
   }
 }
 
+/** A request names an adapter its base model does not have (or no longer has). */
+export class AdapterNotFoundError extends RequestError {
+  override readonly name = "AdapterNotFoundError";
+  readonly kind = "not_found";
+  constructor(readonly model: string) {
+    super(`adapter "${model}" is not published; GET /v1/models lists the adapters there are`);
+  }
+}
+
 export class DeadlineExceededError extends RequestError {
   override readonly name = "DeadlineExceededError";
   readonly kind = "deadline_exceeded";

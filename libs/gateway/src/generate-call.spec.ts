@@ -31,7 +31,7 @@ const ok: GenerateCall = { model: "gen", messages: [{ role: "user", content: "hi
 
 describe("validateGenerate", () => {
   it("accepts a chat call and a prompt call with every parameter in range", () => {
-    expect(validateGenerate(catalog, ok, DEFAULT_GENERATE_LIMITS).id).toBe("gen");
+    expect(validateGenerate(catalog, ok, DEFAULT_GENERATE_LIMITS).model.id).toBe("gen");
     const full: GenerateCall = {
       model: "gen",
       prompt: "once upon",
@@ -43,7 +43,32 @@ describe("validateGenerate", () => {
       seed: 2 ** 40,
       stop: ["\n", "x".repeat(256)],
     };
-    expect(validateGenerate(catalog, full, DEFAULT_GENERATE_LIMITS).id).toBe("gen");
+    expect(validateGenerate(catalog, full, DEFAULT_GENERATE_LIMITS).model.id).toBe("gen");
+  });
+
+  it("reads an adapter of the base model from the model field", () => {
+    expect(
+      validateGenerate(catalog, { ...ok, model: "gen:support-bot@2" }, DEFAULT_GENERATE_LIMITS),
+    ).toEqual({ model: catalog.find("gen"), adapter: { name: "support-bot", version: 2 } });
+    expect(
+      validateGenerate(catalog, { ...ok, model: "gen:support-bot" }, DEFAULT_GENERATE_LIMITS)
+        .adapter,
+    ).toEqual({ name: "support-bot" });
+  });
+
+  it.each([["gen:"], ["gen:Bad Name"], ["gen:bot@0"], ["gen:bot@x"], [":bot"]])(
+    "refuses the malformed reference %s as invalid",
+    (model) => {
+      expect(() => validateGenerate(catalog, { ...ok, model }, DEFAULT_GENERATE_LIMITS)).toThrow(
+        InvalidArgumentError,
+      );
+    },
+  );
+
+  it("refuses an adapter of an unknown base as an unknown model", () => {
+    expect(() =>
+      validateGenerate(catalog, { ...ok, model: "nope:bot" }, DEFAULT_GENERATE_LIMITS),
+    ).toThrow(ModelNotFoundError);
   });
 
   it("refuses an unknown model with the list of models", () => {

@@ -1,3 +1,8 @@
+import {
+  InvalidModelReferenceError,
+  parseModelReference,
+  type AdapterReference,
+} from "@shoal/adapters";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import type { Priority } from "@shoal/proto";
 import { InvalidArgumentError, ModelNotFoundError } from "./errors.js";
@@ -10,6 +15,7 @@ export interface ChatTurn {
 
 /** A generation request as every protocol hands it to {@link StreamGateway.generate}. */
 export interface GenerateCall {
+  /** A catalog generator, or one of its LoRA adapters: `base:adapter[@version]`. */
   readonly model: string;
   /** Exactly one of `prompt` and `messages`. */
   readonly prompt?: string;
@@ -56,20 +62,33 @@ const MAX_STOP_BYTES = 256;
 /** Seeds travel as u64 but JSON clients send doubles: only exact integers are accepted. */
 const MAX_SEED = Number.MAX_SAFE_INTEGER;
 
+/** What a valid generation request runs on: a catalog generator, and maybe an adapter of it. */
+export interface GenerateTarget {
+  readonly model: ModelEntry;
+  readonly adapter?: AdapterReference;
+}
+
 /**
- * Checks a generation request without tokenizing: a known generator, one prompt form, and
- * every sampling parameter within the range the sidecar accepts, so nothing the sidecar would
- * refuse is ever queued.
+ * Checks a generation request without tokenizing: a known generator (and the syntax of the
+ * adapter it names, if any), one prompt form, and every sampling parameter within the range the
+ * sidecar accepts, so nothing the sidecar would refuse is ever queued.
  */
 export function validateGenerate(
   catalog: Catalog,
   call: GenerateCall,
   limits: GenerateLimits,
-): ModelEntry {
-  const entry = catalog.find(call.model);
+): GenerateTarget {
+  let reference;
+  try {
+    reference = parseModelReference(call.model);
+  } catch (err) {
+    if (err instanceof InvalidModelReferenceError) throw new InvalidArgumentError(err.message);
+    throw err;
+  }
+  const entry = catalog.find(reference.base);
   if (entry === undefined) {
     throw new ModelNotFoundError(
-      call.model,
+      reference.base,
       catalog.models.map((m) => m.id),
     );
   }
@@ -105,7 +124,9 @@ export function validateGenerate(
       }
     });
   }
-  return entry;
+  return reference.adapter === undefined
+    ? { model: entry }
+    : { model: entry, adapter: reference.adapter };
 }
 
 function checkMessages(messages: readonly ChatTurn[], limits: GenerateLimits): void {

@@ -4,7 +4,10 @@
  */
 export { Gateway } from "./gateway.js";
 export type { EmbedCall, EmbedOutcome, GatewayOptions, RequestTimings } from "./gateway.js";
+export type { AdapterResolver, ListedAdapter } from "./adapter-resolver.js";
+export { PublishedAdapters } from "./published-adapters.js";
 export {
+  AdapterNotFoundError,
   DeadlineExceededError,
   InternalError,
   InvalidArgumentError,
@@ -19,7 +22,7 @@ export { PendingRequests } from "./pending.js";
 export { validateEmbed, validateTokenInputs } from "./validate.js";
 export type { EmbedLimits } from "./validate.js";
 export { DEFAULT_GENERATE_LIMITS, validateGenerate } from "./generate-call.js";
-export type { ChatTurn, GenerateCall, GenerateLimits } from "./generate-call.js";
+export type { ChatTurn, GenerateCall, GenerateLimits, GenerateTarget } from "./generate-call.js";
 export { GenerationStream } from "./generation-stream.js";
 export type { GenerationEvent, GenerationFinish } from "./generation-stream.js";
 export { StreamGateway, streamSubject } from "./stream-gateway.js";

@@ -14,7 +14,8 @@ import {
 } from "@shoal/proto";
 import type { ResidencyView } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
-import { UnavailableError } from "./errors.js";
+import type { AdapterResolver } from "./adapter-resolver.js";
+import { AdapterNotFoundError, UnavailableError } from "./errors.js";
 import {
   DEFAULT_GENERATE_LIMITS,
   validateGenerate,
@@ -49,6 +50,8 @@ export interface StreamGatewayOptions {
   readonly limits?: Partial<GenerateLimits>;
   /** Where models are resident, for `noWait` calls; without it they wait like any other. */
   readonly residency?: ResidencyView;
+  /** The published LoRA adapters; without it, a request naming an adapter is NOT_FOUND. */
+  readonly adapters?: AdapterResolver;
 }
 
 /** A generation that has started: its first event has arrived. */
@@ -105,6 +108,11 @@ export class StreamGateway {
     return this.#limits;
   }
 
+  /** The published LoRA adapters requests may name, when ingress follows the registry. */
+  get adapters(): AdapterResolver | undefined {
+    return this.#o.adapters;
+  }
+
   /** Streams held right now. */
   get streams(): number {
     return this.#streams.size;
@@ -126,7 +134,14 @@ export class StreamGateway {
     /** Aborted when the client goes away: the generation is cancelled, queued or running. */
     signal?: AbortSignal,
   ): Promise<StartedGeneration> {
-    const model = validateGenerate(this.#o.catalog, call, this.#limits);
+    const { model, adapter } = validateGenerate(this.#o.catalog, call, this.#limits);
+    const adapterVersion =
+      adapter === undefined
+        ? undefined
+        : this.#o.adapters?.resolve(model.key, adapter.name, adapter.version);
+    if (adapter !== undefined && adapterVersion === undefined) {
+      throw new AdapterNotFoundError(call.model);
+    }
     refuseUnlessResident(this.#o.nc, this.#o.residency, model, call.noWait);
     admit(this.#streams.size, this.#o.maxStreams ?? 1000, "generations");
     const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#o);
@@ -178,6 +193,9 @@ export class StreamGateway {
           },
           n,
           window,
+          ...(adapter === undefined || adapterVersion === undefined
+            ? {}
+            : { adapter: { name: adapter.name, version: adapterVersion } }),
         },
       },
     });

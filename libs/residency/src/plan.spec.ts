@@ -263,6 +263,24 @@ describe("planResidency: replicas", () => {
     expect(actions).toEqual([{ kind: "unload", model: "a", worker: "w2", reason: "idle-copy" }]);
   });
 
+  it("keeps a pinned model at the copies it asks for, one more per plan, and never drops them", () => {
+    const pinned = model("p", { pinned: true, copies: 3 });
+    expect(plan([pinned], [worker("w1", [resident("p")]), worker("w2"), worker("w3")])).toEqual([
+      { kind: "load", model: "p", worker: "w2", evict: [], reason: "pinned" },
+    ]);
+    const all = [
+      worker("w1", [resident("p")]),
+      worker("w2", [resident("p")]),
+      worker("w3", [resident("p", 30_000)]),
+    ];
+    expect(plan([pinned], all)).toEqual([]);
+    expect(plan([{ ...pinned, copies: 2 }], all)).toEqual([
+      { kind: "unload", model: "p", worker: "w3", reason: "idle-copy" },
+    ]);
+    // An unpinned model's copies follow its demand, whatever it asks for.
+    expect(plan([model("a", { copies: 3 })], [worker("w1"), worker("w2")])).toEqual([]);
+  });
+
   it("keeps the last copy of an idle model and every copy of a model still in use", () => {
     expect(plan([model("a")], [worker("w1", [resident("a")])])).toEqual([]);
     const used = model("a", { ratePerS: 1, lastDemandAt: NOW - 60_000 });

@@ -41,15 +41,17 @@ interface Slot {
 /**
  * Decides what to load and unload on one node now. Pure and deterministic.
  *
- * 1. A pinned model without a copy, then every model with pending work and no copy (most
- *    needed first), gets one on a worker with room, or on the worker where the copies it
+ * 1. A pinned model with fewer copies than it keeps (one, or its `copies`), then every model
+ *    with pending work and no copy (most needed first), gets one on a worker with room, or on
+ *    the worker where the copies it
  *    displaces are worth least (demand, recency and reload cost: {@link keepValue}). A victim
  *    must have been resident `minResidencyMs`, must not be pinned, and must be worth less than
  *    the waiting model's need by `evictMargin`: that hysteresis is what keeps two alternating
  *    models from trading a slot back and forth.
  * 2. A model whose queue per copy exceeds `replicateAbovePending` gets one more copy, by the
  *    same rules.
- * 3. An extra copy of a model without demand for `idleDropMs` is unloaded.
+ * 3. An extra copy of a model without demand for `idleDropMs` is unloaded, never one a pinned
+ *    model keeps.
  *
  * A model that cannot fit on any worker even with everything evictable gone is reported
  * unplaceable instead of waiting forever. At most one load or unload is planned per worker and
@@ -113,7 +115,10 @@ export function planResidency(
   };
 
   const waiting = snapshot.models
-    .filter((m) => !m.blocked && copies(m.model) === 0 && (m.pinned || m.pending > 0))
+    .filter(
+      (m) =>
+        !m.blocked && (copies(m.model) < keptCopies(m) || (copies(m.model) === 0 && m.pending > 0)),
+    )
     .map((m) => ({ m, need: loadNeed(m, nowMs, o) }))
     .sort((a, b) => b.need - a.need || a.m.model.localeCompare(b.m.model));
   for (const { m, need } of waiting) place(m, need, m.pinned ? "pinned" : "demand");
@@ -126,7 +131,7 @@ export function planResidency(
   for (const { m, perCopy } of crowded) place(m, perCopy, "replicate");
 
   for (const m of snapshot.models) {
-    if (!isIdle(m, nowMs, o) || copies(m.model) < 2) continue;
+    if (!isIdle(m, nowMs, o) || copies(m.model) <= Math.max(1, keptCopies(m))) continue;
     const extra = slots
       .filter((s) => !s.busy)
       .flatMap((s) => s.replicas.map((r) => ({ s, r })))
@@ -139,6 +144,11 @@ export function planResidency(
     actions.push({ kind: "unload", model: m.model, worker: extra.s.worker, reason: "idle-copy" });
   }
   return actions;
+}
+
+/** Copies the node keeps of `m` whatever the demand. */
+function keptCopies(m: ModelDemand): number {
+  return m.pinned ? Math.max(1, m.copies ?? 1) : 0;
 }
 
 function toSlot(w: WorkerMemory, o: CompiledResidencyPolicyOptions): Slot {

@@ -16,6 +16,11 @@ export interface ModelDemand {
   readonly model: string;
   readonly pinned: boolean;
   /**
+   * Copies of a pinned model the node keeps resident whatever the demand, as the model's
+   * tuned `replicas` says; 1 when unset. Unpinned models follow demand alone.
+   */
+  readonly copies?: number;
+  /**
    * Size it will take once loaded: the real figure from the last load when known, else the
    * catalog's estimate.
    */

@@ -28,11 +28,13 @@ import {
   parseEmbed,
   parseEnvelope,
   parseHealth,
+  parseAdapterLoad,
   parseLoad,
   parseStats,
   parseUnload,
   type EmbedResult,
   type HealthResult,
+  type AdapterLoadResult,
   type LoadResult,
   type StatsResult,
   type UnloadResult,
@@ -279,6 +281,25 @@ export class SidecarClient {
       dtype: options?.dtype,
     };
     return parseLoad(await this.#request("load", fields, options));
+  }
+
+  /**
+   * Loads the PEFT LoRA adapter in directory `path` (`adapter_config.json`,
+   * `adapter_model.safetensors`) for the resident generator `model`, under the name
+   * `adapter` that `generate` requests then give. The sidecar checks it against the model.
+   */
+  async loadAdapter(
+    model: string,
+    adapter: string,
+    path: string,
+    options?: CallOptions,
+  ): Promise<AdapterLoadResult> {
+    return parseAdapterLoad(await this.#request("load_adapter", { model, adapter, path }, options));
+  }
+
+  /** Forgets an adapter; sequences already running with it finish with it. */
+  async unloadAdapter(model: string, adapter: string, options?: CallOptions): Promise<void> {
+    await this.#request("unload_adapter", { model, adapter }, options);
   }
 
   /** Unloads a resident model once its in-flight batches have finished. */

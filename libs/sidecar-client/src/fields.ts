@@ -99,6 +99,11 @@ export class Fields {
     );
   }
 
+  /** Whether `key` is present with a value other than nil. */
+  has(key: string): boolean {
+    return this.body[key] !== undefined && this.body[key] !== null;
+  }
+
   mapArray(key: string): Fields[] {
     return this.#array(key, "maps", isMap).map(
       (item, index) => new Fields(item, `${this.what} field "${key}[${index}]"`),

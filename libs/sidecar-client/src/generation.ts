@@ -26,6 +26,8 @@ export interface GenerateRequest extends CallOptions {
   readonly topK?: number;
   readonly seed?: number;
   readonly stop?: readonly string[];
+  /** A LoRA adapter loaded with {@link SidecarClient.loadAdapter}; unset runs the base model. */
+  readonly adapter?: string;
 }
 
 /** Text decoded since the previous event: whole UTF-8 characters, stop strings held back. */
@@ -58,6 +60,7 @@ export function generateFields(request: GenerateRequest): Record<string, unknown
     top_k: request.topK,
     seed: request.seed,
     stop: request.stop,
+    adapter: request.adapter,
   };
 }
 

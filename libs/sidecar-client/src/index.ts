@@ -30,6 +30,8 @@ export { FrameTooLargeError } from "./frame-too-large-error.js";
 export type { CompiledSidecarClientOptions, SidecarClientOptions } from "./options.js";
 export { compileSidecarClientOptions, DEFAULT_SIDECAR_CLIENT_OPTIONS } from "./options.js";
 export type {
+  AdapterLoadResult,
+  AdapterStats,
   EmbedResult,
   HealthResult,
   LoadResult,

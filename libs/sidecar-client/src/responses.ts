@@ -50,6 +50,24 @@ export interface UnloadResult {
   readonly model: string;
 }
 
+/** Answer to `load_adapter`. */
+export interface AdapterLoadResult {
+  readonly model: string;
+  readonly adapter: string;
+  /** The adapter's rank `r`. */
+  readonly rank: number;
+  /** Bytes its matrices take on the device. */
+  readonly memoryBytes: number;
+  readonly loadUs: number;
+}
+
+/** A LoRA adapter resident with its model, as `stats` lists it. */
+export interface AdapterStats {
+  readonly adapter: string;
+  readonly rank: number;
+  readonly memoryBytes: number;
+}
+
 /** Answer to `embed`. */
 export interface EmbedResult {
   readonly dim: number;
@@ -83,6 +101,8 @@ export interface ModelStats {
   readonly sequences?: number;
   /** `generate` models: tokens those sequences generated. */
   readonly generatedTokens?: number;
+  /** `generate` models: the LoRA adapters loaded. */
+  readonly adapters?: AdapterStats[];
 }
 
 /** Answer to `stats`. */
@@ -141,6 +161,17 @@ export function parseUnload(body: FrameBody): UnloadResult {
   return { model: new Fields(body, "unload response").string("model") };
 }
 
+export function parseAdapterLoad(body: FrameBody): AdapterLoadResult {
+  const f = new Fields(body, "load_adapter response");
+  return {
+    model: f.string("model"),
+    adapter: f.string("adapter"),
+    rank: f.uint("rank"),
+    memoryBytes: f.uint("memory_bytes"),
+    loadUs: f.uint("load_us"),
+  };
+}
+
 /**
  * Checks the embed response against the request as well as against itself: a row count that
  * differs from the inputs sent would silently misalign results with requests downstream.
@@ -192,6 +223,15 @@ export function parseStats(body: FrameBody): StatsResult {
       tokens: m.uint("tokens"),
       busyUs: m.uint("busy_us"),
       ...optionalCounters(m),
+      ...(m.has("adapters")
+        ? {
+            adapters: m.mapArray("adapters").map((a) => ({
+              adapter: a.string("adapter"),
+              rank: a.uint("rank"),
+              memoryBytes: a.uint("memory_bytes"),
+            })),
+          }
+        : {}),
     })),
   };
 }

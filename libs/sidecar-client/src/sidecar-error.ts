@@ -10,6 +10,8 @@ export const SIDECAR_ERROR_CODES = [
   "model_not_found",
   "model_exists",
   "load_failed",
+  "adapter_not_found",
+  "adapter_exists",
   "input_too_long",
   "internal",
 ] as const;

@@ -1,4 +1,5 @@
-import { smollm2Gguf, startSidecar, type SidecarHandle } from "@shoal/testing";
+import { join } from "node:path";
+import { repoRoot, smollm2Gguf, startSidecar, type SidecarHandle } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   SidecarClient,
@@ -133,5 +134,37 @@ describe("generate against the real sidecar", { timeout: 180_000 }, () => {
   it("counts generation in stats", async () => {
     const stats = await client().stats();
     expect(stats.models.find((m) => m.model === "smol")?.family).toBe("generate");
+  });
+
+  it("loads a LoRA adapter that generate requests then name, and unloads it", async () => {
+    const dir = join(repoRoot(), "tools", "reference", "fixtures", "smollm2-lora");
+    const loaded = await client().loadAdapter("smol", "tiny@1", dir);
+    expect(loaded).toMatchObject({ model: "smol", adapter: "tiny@1", rank: 2 });
+    expect(loaded.memoryBytes).toBeGreaterThan(0);
+    const smol = (await client().stats()).models.find((m) => m.model === "smol");
+    expect(smol?.adapters).toEqual([
+      { adapter: "tiny@1", rank: 2, memoryBytes: loaded.memoryBytes },
+    ]);
+    const story = {
+      ...CHAT,
+      maxTokens: 24,
+      messages: [{ role: "user", content: "Tell me a story." }],
+    };
+    const [adapted, plain] = await Promise.all([
+      text(client().generate({ ...story, adapter: "tiny@1" })),
+      text(client().generate(story)),
+    ]);
+    expect(adapted.text).not.toBe(plain.text);
+
+    await expect(client().loadAdapter("smol", "tiny@1", dir)).rejects.toMatchObject({
+      code: "adapter_exists",
+    });
+    await client().unloadAdapter("smol", "tiny@1");
+    await expect(text(client().generate({ ...story, adapter: "tiny@1" }))).rejects.toMatchObject({
+      code: "adapter_not_found",
+    });
+    await expect(client().loadAdapter("smol", "bad", "/nonexistent")).rejects.toMatchObject({
+      code: "load_failed",
+    });
   });
 });

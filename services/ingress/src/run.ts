@@ -3,7 +3,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Tracer } from "@opentelemetry/api";
 import { Annotator, Backlog, RemoteAnnotator, type Annotate } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
-import { Gateway, StreamGateway } from "@shoal/gateway";
+import { AdapterStore } from "@shoal/adapters";
+import { Gateway, PublishedAdapters, StreamGateway } from "@shoal/gateway";
 import {
   ensureWorkStream,
   type WorkStreamOptions,
@@ -88,6 +89,8 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     annotator = new RemoteAnnotator({ nc });
   }
   const residency = await ResidencyView.start(nc, logger);
+  // The LoRA adapters the registry has published: generation requests may name them.
+  const adapters = await PublishedAdapters.follow(await AdapterStore.open(nc, { logger }), logger);
   const gateway = await Gateway.start({
     nc,
     annotator,
@@ -105,6 +108,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     logger,
     defaultTimeoutMs: options.defaultTimeoutMs,
     residency,
+    adapters,
   });
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const connectHandler = connectNodeAdapter({
@@ -146,6 +150,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       await server.close(options.shutdownGraceMs ?? 10_000);
       await gateway.close();
       streams.close();
+      await adapters.stop();
       residency.stop();
       backlog?.stop();
       await drainOrClose(nc);

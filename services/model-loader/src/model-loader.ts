@@ -158,6 +158,7 @@ export class ModelLoader {
     return {
       model: m.key,
       pinned: m.pinned,
+      copies: m.serving?.replicas,
       bytes: this.#learnedBytes.get(m.key) ?? m.memoryBytes ?? UNKNOWN_MODEL_BYTES,
       loadMs: this.#learnedLoadMs.get(m.key) ?? UNKNOWN_LOAD_MS,
       pending: measured.pending,

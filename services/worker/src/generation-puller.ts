@@ -28,6 +28,7 @@ import {
   wallClockUs,
   type Logger,
 } from "@shoal/telemetry";
+import { AdapterGoneError, type AdapterCache } from "./adapter-cache.js";
 import { deadLetter } from "./dead-letter.js";
 import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
@@ -53,6 +54,11 @@ export interface GenerationPullerOptions {
   /** How long a client may read nothing before its generation is cancelled. */
   readonly stallTimeoutMs: number;
   readonly onStall: (reason: string) => void;
+  /**
+   * The LoRA adapters of the worker's sidecar; without it, work naming an adapter is
+   * answered UNAVAILABLE (this worker cannot reach the adapter registry).
+   */
+  readonly adapters?: AdapterCache;
   readonly workerId: string;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -224,17 +230,19 @@ export class GenerationPuller {
     }, this.#o.progressIntervalMs);
     try {
       const traceparent = traceparentOf(ctx);
+      const adapter = await this.#adapter(sidecar, task);
       for (let index = 0; index < n; index++) {
         generations.push(
-          sidecar.generate(
-            sidecarRequest(
+          sidecar.generate({
+            ...sidecarRequest(
               this.#o.model.key,
               task,
               index,
               traceparent,
               this.#o.sequenceIdleTimeoutMs,
             ),
-          ),
+            adapter,
+          }),
         );
       }
       // A cancel that arrived while the sequences were being sent reaches them now.
@@ -269,6 +277,15 @@ export class GenerationPuller {
     } finally {
       clearInterval(progress);
     }
+  }
+
+  /** The sidecar's name for the task's adapter, loaded; `undefined` for the base model. */
+  async #adapter(sidecar: SidecarClient, task: GenerateTask): Promise<string | undefined> {
+    if (task.adapter === undefined) return undefined;
+    if (this.#o.adapters === undefined) {
+      throw new AdapterUnavailableError("this worker has no adapter registry configured");
+    }
+    return this.#o.adapters.ensure(sidecar, this.#o.model.key, task.adapter);
   }
 
   #streamOut(
@@ -317,7 +334,18 @@ export class GenerationPuller {
     span.recordException(err as Error);
     span.setStatus({ code: SpanStatusCode.ERROR });
     if (err instanceof SidecarTimeoutError) this.#o.onStall(err.message);
-    if (err instanceof SidecarError) {
+    if (err instanceof AdapterGoneError || err instanceof AdapterUnavailableError) {
+      out.error(
+        err instanceof AdapterGoneError ? ErrorCode.NOT_FOUND : ErrorCode.UNAVAILABLE,
+        err.message,
+      );
+      await this.#finish(msg, out, span);
+      return;
+    }
+    // The sidecar lost the adapter since it was loaded (it restarted): load it again.
+    const lostAdapter = err instanceof SidecarError && err.code === "adapter_not_found";
+    if (lostAdapter) this.#o.adapters?.forget(this.#o.model.key);
+    if (err instanceof SidecarError && !lostAdapter) {
       const code =
         err.code === "input_too_long" || err.code === "bad_request"
           ? ErrorCode.INVALID_ARGUMENT
@@ -331,7 +359,8 @@ export class GenerationPuller {
       await this.#finish(msg, out, span);
       return;
     }
-    const retryable = err instanceof SidecarUnavailableError || err instanceof SidecarTimeoutError;
+    const retryable =
+      err instanceof SidecarUnavailableError || err instanceof SidecarTimeoutError || lostAdapter;
     if (retryable && out.published === 0 && attemptOf(msg) < this.#o.maxDeliver) {
       this.#o.logger.warn(
         { err, request_id: msg.headers?.get(Headers.requestId) },
@@ -399,4 +428,9 @@ function finishReason(reason: SidecarFinish): FinishReason {
 
 function uint32(micros: number): number {
   return Math.min(0xffff_ffff, Math.max(0, Math.round(micros)));
+}
+
+/** Work names an adapter and this worker cannot load adapters. */
+class AdapterUnavailableError extends Error {
+  override readonly name = "AdapterUnavailableError";
 }

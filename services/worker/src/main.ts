@@ -1,4 +1,4 @@
-import { ConfigError } from "@shoal/config";
+import { adaptersDir, ConfigError } from "@shoal/config";
 import {
   bootService,
   catalogFromEnv,
@@ -56,6 +56,8 @@ try {
     workSource: workSourceFromEnv(),
     sidecarEnv: { ...env, OTEL_SERVICE_NAME: env["OTEL_SIDECAR_SERVICE_NAME"] ?? "shoal-sidecar" },
     modelSources: { env },
+    adaptersDir: adaptersDir(env),
+    maxAdaptersPerModel: envInt(env, "SHOAL_MAX_ADAPTERS_PER_MODEL"),
     residency: residencyFromEnv(),
     generation: {
       maxSequences: envInt(env, "SHOAL_MAX_SEQUENCES"),

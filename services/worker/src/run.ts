@@ -5,7 +5,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
 import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
-import type { Catalog, ModelEntry } from "@shoal/config";
+import { AdapterNotFoundError, AdapterStore } from "@shoal/adapters";
+import { adaptersDir, type Catalog, type ModelEntry } from "@shoal/config";
 import {
   DEFAULT_ACK_WAIT_MS,
   connectNats,
@@ -31,6 +32,7 @@ import {
   type GenerationOptions,
 } from "./generation-puller.js";
 import { LocalQueueClient } from "@shoal/local-queue";
+import { AdapterCache } from "./adapter-cache.js";
 import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
@@ -89,6 +91,13 @@ export interface WorkerOptions {
   readonly batchTimeoutMs?: number;
   /** How served models are fetched into the cache when missing (hub token, progress…). */
   readonly modelSources?: EnsureModelOptions;
+  /**
+   * Where LoRA adapters fetched from the registry are kept, one directory per version.
+   * @default `~/.cache/shoal/adapters`
+   */
+  readonly adaptersDir?: string;
+  /** LoRA adapters kept loaded per model on the sidecar. @default 16 */
+  readonly maxAdaptersPerModel?: number;
   /**
    * Set when a model-loader manages this worker's node (docs/model-loader.md): the worker then
    * loads nothing by itself, takes `load`/`unload` on its control subject, pulls only the
@@ -181,6 +190,16 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const stream = await ensureWorkStream(jsm, options.stream);
   await ensureDeadLetterStream(jsm);
   const js = jetstream(nc);
+  const adapterStore = await AdapterStore.open(nc, { logger });
+  const adapters = new AdapterCache({
+    source: {
+      fetch: (baseKey, name, version, dir) => adapterStore.fetch(baseKey, name, version, dir),
+      isNotFound: (err) => err instanceof AdapterNotFoundError,
+    },
+    dir: options.adaptersDir ?? adaptersDir({}),
+    maxLoadedPerModel: options.maxAdaptersPerModel,
+    logger,
+  });
   const localQueue =
     options.localQueueSocket === undefined
       ? undefined
@@ -207,6 +226,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         maxDeliver,
         progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
         onStall: (reason) => void supervisor.restart(reason),
+        adapters,
         workerId,
         logger: logger.child({ model: model.id }),
         tracer: options.tracer,

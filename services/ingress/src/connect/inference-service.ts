@@ -101,12 +101,26 @@ async function embed(
 }
 
 function listModels(cc: ConnectContext): ListModelsResponse {
-  return create(ListModelsResponseSchema, {
-    models: cc.gateway.catalog.models.map((m) => ({
-      id: m.id,
-      family: FAMILIES[m.family],
-      dimensions: m.dimensions,
-      maxInputTokens: m.maxInputTokens,
-    })),
+  const catalog = cc.gateway.catalog;
+  const models = catalog.models.map((m) => ({
+    id: m.id,
+    family: FAMILIES[m.family],
+    dimensions: m.dimensions,
+    maxInputTokens: m.maxInputTokens,
+  }));
+  // Each published adapter is listed as `base:name`, shaped like its base.
+  const adapters = (cc.streams.adapters?.list() ?? []).flatMap((a) => {
+    const base = catalog.find(a.base);
+    return base === undefined
+      ? []
+      : [
+          {
+            id: a.model,
+            family: FAMILIES[base.family],
+            dimensions: base.dimensions,
+            maxInputTokens: base.maxInputTokens,
+          },
+        ];
   });
+  return create(ListModelsResponseSchema, { models: [...models, ...adapters] });
 }

@@ -81,7 +81,8 @@ async function generate(
       const head: ResponseHead = {
         id: `${api === "chat" ? "chatcmpl" : "cmpl"}-${started.requestId}`,
         created: Math.floor(Date.now() / 1000),
-        model: started.model.id,
+        // As asked: a catalog id, or `base:adapter[@version]`.
+        model: request.call.model,
       };
       if (request.stream) await streamed(api, head, started, request, res, rc);
       else await whole(api, head, started, res);

@@ -115,12 +115,23 @@ async function listModels(_req: HttpRequest, res: HttpResponse, rc: RestContext)
   await Promise.resolve();
   sendBody(res, 200, {
     object: "list",
-    data: rc.gateway.catalog.models.map((m) => ({
-      id: m.id,
-      object: "model",
-      created: 0,
-      owned_by: "shoal",
-    })),
+    data: [
+      ...rc.gateway.catalog.models.map((m) => ({
+        id: m.id,
+        object: "model",
+        created: 0,
+        owned_by: "shoal",
+      })),
+      // An adapter is a model of its own to an OpenAI client: `base:name`, owned by the
+      // tenant that published it, with its base as OpenAI's `parent`.
+      ...(rc.streams.adapters?.list() ?? []).map((a) => ({
+        id: a.model,
+        object: "model",
+        created: a.created,
+        owned_by: a.owner,
+        parent: a.base,
+      })),
+    ],
   });
 }
 

@@ -20,11 +20,12 @@ export function clientsPython(): string {
 export function runPytest(
   args: readonly string[],
   url: string,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(clientsPython(), ["-m", "pytest", ...args, "-q", "--color=no"], {
       cwd: repoRoot(),
-      env: { ...process.env, SHOAL_URL: url, PYTHONDONTWRITEBYTECODE: "1" },
+      env: { ...process.env, ...env, SHOAL_URL: url, PYTHONDONTWRITEBYTECODE: "1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";

@@ -35,6 +35,9 @@ pub enum LoadError {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A LoRA adapter does not fit its base model or asks for options not supported.
+    #[error("adapter: {0}")]
+    Adapter(String),
     /// Weights are missing, of the wrong shape, or not valid safetensors.
     #[error("weights: {0}")]
     Weights(#[from] candle_core::Error),

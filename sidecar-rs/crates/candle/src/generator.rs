@@ -5,20 +5,22 @@
 //! prompt, and the attention scores of one pass stay small.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use candle_core::{DType, Device};
 use shoal_sidecar_core::text::{INPUT_BYTES_PER_TOKEN, prefix_at_char_boundary};
 use shoal_sidecar_core::{
-    Backend, BackendError, EmbedBatch, Embeddings, FinishReason, GenerateRequest, Generator,
-    ModelFamily, Prompt, Sampling, SequenceEvent, SequenceId, StopFilter,
+    AdapterInfo, Backend, BackendError, EmbedBatch, Embeddings, FinishReason, GenerateRequest,
+    Generator, ModelFamily, Prompt, Sampling, SequenceEvent, SequenceId, StopFilter,
 };
 
 use crate::LoadError;
 use crate::detokenize::Utf8Stream;
 use crate::gguf::Gguf;
 use crate::models::llama::{Chunk, GgufWeightMode, KvCache, Llama};
+use crate::models::lora::LoraAdapter;
 use crate::sampling::{Rng, sample};
 use crate::vocab::Vocab;
 use crate::weights::CountedSafetensors;
@@ -36,6 +38,9 @@ pub struct LlamaGenerator {
     memory_bytes: u64,
     context: usize,
     sequences: RefCell<BTreeMap<SequenceId, Sequence>>,
+    /// Loaded LoRA adapters by name. A sequence holds its own reference, so unloading one
+    /// lets the sequences already running with it finish.
+    adapters: RefCell<HashMap<String, Arc<LoraAdapter>>>,
 }
 
 impl std::fmt::Debug for LlamaGenerator {
@@ -60,6 +65,7 @@ struct Sequence {
     stop: StopFilter,
     /// Generated ids not yet reported in a `Tokens` event.
     unreported: Vec<u32>,
+    adapter: Option<Arc<LoraAdapter>>,
 }
 
 /// What a sampled token did to its sequence.
@@ -129,6 +135,7 @@ impl LlamaGenerator {
             memory_bytes,
             context,
             sequences: RefCell::new(BTreeMap::new()),
+            adapters: RefCell::new(HashMap::new()),
         })
     }
 
@@ -167,22 +174,35 @@ impl LlamaGenerator {
 
     /// Teacher forcing, for the golden tests: the logits after reading `prompt`, then after
     /// each token of `forced` in turn (fed through the KV cache as decoding does), whatever
-    /// the model would have picked itself. Returns `forced.len() + 1` rows.
+    /// the model would have picked itself, with the loaded adapter `adapter` if one is named.
+    /// Returns `forced.len() + 1` rows.
     pub fn teacher_forced_logits(
         &self,
         prompt: &[u32],
         forced: &[u32],
+        adapter: Option<&str>,
     ) -> Result<Vec<Vec<f32>>, BackendError> {
+        let adapter = adapter.map(|name| self.adapter(name)).transpose()?;
         let mut cache = KvCache::default();
         let mut rows = Vec::with_capacity(forced.len() + 1);
         for tokens in std::iter::once(prompt).chain(forced.chunks(1)) {
             let mut out = self.forward(&mut [Chunk {
                 tokens,
                 cache: &mut cache,
+                adapter: adapter.as_deref(),
             }])?;
             rows.push(out.pop().unwrap_or_default());
         }
         Ok(rows)
+    }
+
+    /// The loaded adapter `name`.
+    fn adapter(&self, name: &str) -> Result<Arc<LoraAdapter>, BackendError> {
+        self.adapters
+            .borrow()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| BackendError::AdapterNotFound(name.to_owned()))
     }
 
     fn forward(&self, chunks: &mut [Chunk<'_>]) -> Result<Vec<Vec<f32>>, BackendError> {
@@ -271,6 +291,11 @@ impl Generator for LlamaGenerator {
     }
 
     fn admit(&self, id: SequenceId, request: GenerateRequest) -> Result<usize, BackendError> {
+        let adapter = request
+            .adapter
+            .as_deref()
+            .map(|name| self.adapter(name))
+            .transpose()?;
         let prompt = self.tokenize(&request.prompt)?;
         if prompt.is_empty() {
             return Err(BackendError::Unsupported(
@@ -295,6 +320,7 @@ impl Generator for LlamaGenerator {
             utf8: Utf8Stream::default(),
             stop: StopFilter::new(request.stop),
             unreported: Vec::new(),
+            adapter,
         };
         self.sequences.borrow_mut().insert(id, seq);
         Ok(prompt_tokens)
@@ -348,6 +374,7 @@ impl Generator for LlamaGenerator {
                 .map(|((_, seq), &(_, take))| Chunk {
                     tokens: &seq.unread[..take],
                     cache: &mut seq.cache,
+                    adapter: seq.adapter.as_deref(),
                 })
                 .collect();
             let logits = self.forward(&mut chunks);
@@ -388,6 +415,30 @@ impl Generator for LlamaGenerator {
         }
         events
     }
+
+    fn load_adapter(&self, name: &str, dir: &Path) -> Result<AdapterInfo, BackendError> {
+        if self.adapters.borrow().contains_key(name) {
+            return Err(BackendError::AdapterExists(name.to_owned()));
+        }
+        let adapter = LoraAdapter::load(dir, self.model.config(), self.model.device())
+            .map_err(|e| BackendError::InvalidAdapter(e.to_string()))?;
+        let info = AdapterInfo {
+            rank: adapter.rank(),
+            memory_bytes: adapter.memory_bytes(),
+        };
+        self.adapters
+            .borrow_mut()
+            .insert(name.to_owned(), Arc::new(adapter));
+        Ok(info)
+    }
+
+    fn unload_adapter(&self, name: &str) -> Result<(), BackendError> {
+        self.adapters
+            .borrow_mut()
+            .remove(name)
+            .map(drop)
+            .ok_or_else(|| BackendError::AdapterNotFound(name.to_owned()))
+    }
 }
 
 impl Backend for LlamaGenerator {
@@ -413,6 +464,7 @@ impl Backend for LlamaGenerator {
         let rows = self.forward(&mut [Chunk {
             tokens: &[0],
             cache: &mut cache,
+            adapter: None,
         }])?;
         if rows.iter().flatten().all(|v| v.is_finite()) {
             Ok(())

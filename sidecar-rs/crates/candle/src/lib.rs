@@ -27,6 +27,7 @@ pub use error::LoadError;
 pub use generator::{LlamaGenerator, PREFILL_CHUNK};
 pub use gguf::GGUF_MAGIC;
 pub use models::llama::GgufWeightMode;
+pub use models::lora::LoraAdapter;
 pub use pooling::Pooling;
 pub use precision::Precision;
 pub use runtime::{CandleRuntime, LoadOptions};

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use shoal_sidecar_candle::{CandleBackend, CandleRuntime, LoadError};
+use shoal_sidecar_candle::{CandleBackend, CandleRuntime, LoadError, Precision};
 use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch, ModelFamily, PairBatch};
 
 const TOLERANCE: f32 = 1e-4;
@@ -14,7 +14,9 @@ fn fixtures() -> PathBuf {
 }
 
 fn load(dir: &Path) -> Result<CandleBackend, LoadError> {
-    CandleRuntime::open(DeviceSpec::Cpu).unwrap().load(dir)
+    CandleRuntime::open(DeviceSpec::Cpu)
+        .unwrap()
+        .load(dir, Precision::F32)
 }
 
 fn tiny(name: &str) -> CandleBackend {

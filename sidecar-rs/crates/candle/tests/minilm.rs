@@ -156,7 +156,7 @@ fn empty_batches_are_refused() {
 fn loader_errors_name_the_problem() {
     let runtime = CandleRuntime::open(DeviceSpec::Cpu).unwrap();
     let missing = runtime
-        .load(std::path::Path::new("/nonexistent/model"))
+        .load(std::path::Path::new("/nonexistent/model"), Precision::F32)
         .unwrap_err();
     assert!(matches!(missing, LoadError::Io { .. }), "{missing}");
     assert!(missing.to_string().contains("config.json"), "{missing}");

@@ -7,6 +7,9 @@
 //! - Dequantized to f32 ([`GgufWeightMode::Dequantized`]), against transformers reading the
 //!   GGUF in float32: the same prompt tokens from transformers' own GGUF tokenizer, and all 40
 //!   greedy tokens of each of five prompts identical.
+//! - With the committed LoRA adapter (`fixtures/smollm2-lora`), dequantized, against PEFT
+//!   applying it to the same model; and sequences with different adapters, or none, decoding
+//!   in one batch exactly as each does alone.
 
 #[path = "../../../test-support/smollm2.rs"]
 mod smollm2;
@@ -17,8 +20,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use shoal_sidecar_candle::{GgufWeightMode, LlamaGenerator};
 use shoal_sidecar_core::{
-    Backend, ChatMessage, FinishReason, GenerateRequest, Generator, ModelFamily, Prompt, Sampling,
-    SequenceEvent, SequenceId,
+    Backend, BackendError, ChatMessage, FinishReason, GenerateRequest, Generator, ModelFamily,
+    Prompt, Sampling, SequenceEvent, SequenceId,
 };
 
 const MIN_IDENTICAL: usize = 32;
@@ -46,6 +49,9 @@ struct Case {
     prompt_tokens: Vec<u32>,
     greedy: Vec<u32>,
     margins: Vec<f32>,
+    /// Only the adapter fixture: what the base model decodes from the same prompt.
+    #[serde(default)]
+    base_greedy: Vec<u32>,
 }
 
 #[derive(Deserialize)]
@@ -60,11 +66,13 @@ struct Tokenized {
     ids: Vec<u32>,
 }
 
+fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../tools/reference/fixtures")
+}
+
 /// Reads `tools/reference/fixtures/<name>`.
 fn fixture(name: &str) -> Fixture {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures")
-        .join(name);
+    let path = fixtures_dir().join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "{} is missing ({e}); run tools/reference/regenerate.sh",
@@ -72,7 +80,7 @@ fn fixture(name: &str) -> Fixture {
         )
     });
     let f: Fixture = serde_json::from_slice(&bytes).expect("fixture parses");
-    assert_eq!(f.cases.len(), 5);
+    assert!(f.cases.len() >= 3, "{name} has {} cases", f.cases.len());
     f
 }
 
@@ -97,7 +105,8 @@ impl Case {
         }
     }
 
-    fn request(&self) -> GenerateRequest {
+    /// Greedy decoding of the reference's length, with the loaded adapter `adapter` if named.
+    fn request(&self, adapter: Option<&str>) -> GenerateRequest {
         GenerateRequest {
             prompt: self.prompt(),
             max_tokens: self.greedy.len(),
@@ -106,6 +115,7 @@ impl Case {
                 ..Sampling::default()
             },
             stop: Vec::new(),
+            adapter: adapter.map(str::to_owned),
         }
     }
 }
@@ -113,10 +123,19 @@ impl Case {
 /// Runs `cases` together to the end; returns, per case, the generated ids (EOS included when
 /// it ended the sequence) and the finish reason.
 fn run_together(g: &LlamaGenerator, cases: &[&Case]) -> Vec<(Vec<u32>, FinishReason)> {
+    let runs: Vec<(&Case, Option<&str>)> = cases.iter().map(|&c| (c, None)).collect();
+    run_with_adapters(g, &runs)
+}
+
+/// [`run_together`] where each case names the adapter it runs with.
+fn run_with_adapters(
+    g: &LlamaGenerator,
+    cases: &[(&Case, Option<&str>)],
+) -> Vec<(Vec<u32>, FinishReason)> {
     let mut out: BTreeMap<u64, (Vec<u32>, Option<FinishReason>)> = BTreeMap::new();
-    for (i, case) in cases.iter().enumerate() {
+    for (i, (case, adapter)) in cases.iter().enumerate() {
         let id = SequenceId(i as u64);
-        let prompt_tokens = g.admit(id, case.request()).expect("admitted");
+        let prompt_tokens = g.admit(id, case.request(*adapter)).expect("admitted");
         assert_eq!(prompt_tokens, case.prompt_tokens.len(), "{}", case.name);
         out.insert(i as u64, (Vec::new(), None));
     }
@@ -285,7 +304,7 @@ fn smollm2_agrees_with_llama_cpp_at_every_teacher_forced_step() {
     for case in &fixture.cases {
         let forced = &case.greedy[..case.greedy.len() - 1];
         let rows = g
-            .teacher_forced_logits(&case.prompt_tokens, forced)
+            .teacher_forced_logits(&case.prompt_tokens, forced, None)
             .expect("forward pass");
         for ((step, &want), logits) in case.greedy.iter().enumerate().zip(&rows) {
             let got = argmax(logits);
@@ -315,4 +334,236 @@ fn argmax(logits: &[f32]) -> u32 {
         .map(|(i, _)| i)
         .expect("non-empty logits");
     best as u32
+}
+
+/// The committed PEFT adapter (tools/reference/make_smollm2_lora.py).
+fn lora_dir() -> PathBuf {
+    fixtures_dir().join("smollm2-lora")
+}
+
+/// Dequantized SmolLM2 with the adapter decodes what PEFT decodes with it, every token of
+/// every case; without it, what the base model decodes, which the fixture shows is different:
+/// so the adapter is applied, and applied right (the query and key updates permuted for
+/// llama.cpp's RoPE layout, the scale α/r).
+#[test]
+fn smollm2_with_a_lora_adapter_matches_peft() {
+    let fixture = fixture("smollm2-lora.json");
+    let g = load(GgufWeightMode::Dequantized);
+    let info = g
+        .load_adapter("tiny", &lora_dir())
+        .expect("the adapter loads");
+    assert_eq!(info.rank, 2);
+    let mut problems = Vec::new();
+    for case in &fixture.cases {
+        assert_ne!(
+            case.greedy, case.base_greedy,
+            "{}: the fixture's adapter changes nothing",
+            case.name
+        );
+        let adapted = run_with_adapters(&g, &[(case, Some("tiny"))]);
+        let (same, problem) = mismatch(case, &fixture, &adapted[0], F32_NEAR_TIE);
+        eprintln!(
+            "{}: {same} of {} tokens identical to PEFT",
+            case.name,
+            case.greedy.len()
+        );
+        if same < case.greedy.len() && problem.is_none() {
+            problems.push(format!(
+                "{}: only {same} tokens before a near-tie",
+                case.name
+            ));
+        }
+        problems.extend(problem);
+        let base = run_with_adapters(&g, &[(case, None)]);
+        let want = &case.base_greedy[..base[0].0.len().min(case.base_greedy.len())];
+        if base[0].0[..want.len()] != *want {
+            problems.push(format!("{}: the base model's answer changed", case.name));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Writes a copy of the committed adapter with every `lora_B` negated: a second adapter of the
+/// same shape whose updates point the other way.
+fn negated_adapter(dir: &std::path::Path) {
+    std::fs::copy(
+        lora_dir().join("adapter_config.json"),
+        dir.join("adapter_config.json"),
+    )
+    .unwrap();
+    let tensors = candle_core::safetensors::load(
+        lora_dir().join("adapter_model.safetensors"),
+        &candle_core::Device::Cpu,
+    )
+    .unwrap();
+    let negated: std::collections::HashMap<String, candle_core::Tensor> = tensors
+        .into_iter()
+        .map(|(name, t)| {
+            let t = if name.contains("lora_B") {
+                t.neg().unwrap()
+            } else {
+                t
+            };
+            (name, t)
+        })
+        .collect();
+    candle_core::safetensors::save(&negated, dir.join("adapter_model.safetensors")).unwrap();
+}
+
+/// Sequences with different adapters (the adapter, its negation, none) decode in one batch as
+/// each decodes alone: each adapter's update reaches its own rows and no others. Dequantized,
+/// so that the only difference batching can make is float32 summation order (an adapter's
+/// update of a few rows is a different matrix product than of one), which may break a
+/// near-tie the other way and nothing else.
+#[test]
+fn sequences_with_different_adapters_share_a_batch() {
+    let fixture = fixture("smollm2-lora.json");
+    let g = load(GgufWeightMode::Dequantized);
+    let negated = tempfile::tempdir().unwrap();
+    negated_adapter(negated.path());
+    g.load_adapter("tiny", &lora_dir()).unwrap();
+    g.load_adapter("negated", negated.path()).unwrap();
+    let runs: Vec<(&Case, Option<&str>)> = fixture
+        .cases
+        .iter()
+        .flat_map(|c| [(c, Some("tiny")), (c, Some("negated")), (c, None)])
+        .collect();
+    let alone: Vec<_> = runs
+        .iter()
+        .map(|run| run_with_adapters(&g, std::slice::from_ref(run)).remove(0))
+        .collect();
+    // Each adapter moves the logits by about 2, but need not flip every greedy path.
+    let differ = |x: usize, y: usize| alone.chunks(3).filter(|a| a[x].0 != a[y].0).count();
+    assert!(differ(0, 2) > 0, "the adapter changed no answer");
+    assert!(differ(1, 2) > 0, "the negated adapter changed no answer");
+    assert!(differ(0, 1) > 0, "the two adapters agree everywhere");
+    let together = run_with_adapters(&g, &runs);
+    for (((case, adapter), got), solo) in runs.iter().zip(&together).zip(&alone) {
+        let Some(step) = got.0.iter().zip(&solo.0).position(|(a, b)| a != b) else {
+            assert_eq!(
+                got, solo,
+                "{} with {adapter:?}: batched differs from alone",
+                case.name
+            );
+            continue;
+        };
+        let rows = g
+            .teacher_forced_logits(&case.prompt_tokens, &solo.0[..step], *adapter)
+            .unwrap();
+        let logits = &rows[step];
+        let mut sorted = logits.clone();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        let margin = sorted[0] - sorted[1];
+        eprintln!(
+            "{} with {adapter:?}: batched differs from alone at step {step}, margin {margin}",
+            case.name
+        );
+        assert!(
+            margin < F32_NEAR_TIE,
+            "{} with {adapter:?}: batched differs from alone at step {step}, where the top two \
+             logits are {margin} apart",
+            case.name
+        );
+    }
+}
+
+/// On the quantized model the cluster serves: the adapter changes answers there too, and
+/// every misuse is refused with its own error.
+#[test]
+fn adapter_errors_name_the_problem() {
+    let fixture = fixture("smollm2-lora.json");
+    let case = &fixture.cases[0];
+    let g = load(GgufWeightMode::Quantized);
+    g.load_adapter("tiny", &lora_dir()).unwrap();
+    let changed = fixture
+        .cases
+        .iter()
+        .filter(|c| {
+            run_with_adapters(&g, &[(c, Some("tiny"))]) != run_with_adapters(&g, &[(c, None)])
+        })
+        .count();
+    assert!(
+        changed > 0,
+        "on the quantized model the adapter changed no answer"
+    );
+    assert!(matches!(
+        g.load_adapter("tiny", &lora_dir()),
+        Err(BackendError::AdapterExists(name)) if name == "tiny"
+    ));
+    assert!(matches!(
+        g.admit(SequenceId(1), case.request(Some("nope"))),
+        Err(BackendError::AdapterNotFound(name)) if name == "nope"
+    ));
+    assert_eq!(g.active(), 0, "a refused sequence is not admitted");
+
+    // A sequence keeps its adapter when the adapter is unloaded under it.
+    let before = run_with_adapters(&g, &[(case, Some("tiny"))]);
+    g.admit(SequenceId(2), case.request(Some("tiny"))).unwrap();
+    g.unload_adapter("tiny").unwrap();
+    let mut ids = Vec::new();
+    while g.active() > 0 {
+        for (_, event) in g.step() {
+            if let SequenceEvent::Tokens { token_ids, .. } = event {
+                ids.extend(token_ids);
+            }
+        }
+    }
+    assert_eq!(
+        ids, before[0].0,
+        "the running sequence finished with its adapter"
+    );
+    assert!(matches!(
+        g.unload_adapter("tiny"),
+        Err(BackendError::AdapterNotFound(_))
+    ));
+
+    // Files that do not fit the model: a rank that disagrees with the tensors, a missing
+    // tensor, non-finite values, no config at all.
+    let broken = |edit: &dyn Fn(&std::path::Path)| {
+        let dir = tempfile::tempdir().unwrap();
+        negated_adapter(dir.path());
+        edit(dir.path());
+        match g.load_adapter("broken", dir.path()) {
+            Err(BackendError::InvalidAdapter(message)) => message,
+            other => panic!("expected InvalidAdapter, got {other:?}"),
+        }
+    };
+    let rewrite_config = |dir: &std::path::Path, key: &str, value: serde_json::Value| {
+        let path = dir.join("adapter_config.json");
+        let mut config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        config[key] = value;
+        std::fs::write(path, serde_json::to_vec(&config).unwrap()).unwrap();
+    };
+    let rewrite_tensors =
+        |dir: &std::path::Path,
+         f: &dyn Fn(&str, candle_core::Tensor) -> Option<candle_core::Tensor>| {
+            let path = dir.join("adapter_model.safetensors");
+            let tensors = candle_core::safetensors::load(&path, &candle_core::Device::Cpu).unwrap();
+            let kept: std::collections::HashMap<String, candle_core::Tensor> = tensors
+                .into_iter()
+                .filter_map(|(name, t)| f(&name, t).map(|t| (name, t)))
+                .collect();
+            candle_core::safetensors::save(&kept, path).unwrap();
+        };
+    let message = broken(&|d| rewrite_config(d, "r", serde_json::json!(4)));
+    assert!(message.contains("shape"), "{message}");
+    let message = broken(&|d| {
+        rewrite_tensors(d, &|name, t| {
+            (!name.contains("layers.7.self_attn.v_proj.lora_A")).then_some(t)
+        })
+    });
+    assert!(message.contains("layer 7 v_proj"), "{message}");
+    let message = broken(&|d| {
+        rewrite_tensors(d, &|name, t| {
+            Some(if name.contains("layers.0.mlp.down_proj.lora_B") {
+                (t.to_dtype(candle_core::DType::F32).unwrap() / 0.0).unwrap()
+            } else {
+                t.to_dtype(candle_core::DType::F32).unwrap()
+            })
+        })
+    });
+    assert!(message.contains("NaN or infinite"), "{message}");
+    let message = broken(&|d| std::fs::remove_file(d.join("adapter_config.json")).unwrap());
+    assert!(message.contains("adapter_config.json"), "{message}");
 }

@@ -30,6 +30,15 @@ pub enum BackendError {
     /// The model does not answer this operation (an embedding model asked to `score`).
     #[error("{0}")]
     Unsupported(String),
+    /// A request names an adapter the model has not loaded.
+    #[error("adapter `{0}` is not loaded")]
+    AdapterNotFound(String),
+    /// An adapter of this name is already loaded.
+    #[error("adapter `{0}` is already loaded")]
+    AdapterExists(String),
+    /// The adapter's files do not fit the model, or ask for what is not supported.
+    #[error("{0}")]
+    InvalidAdapter(String),
 }
 
 impl BackendError {

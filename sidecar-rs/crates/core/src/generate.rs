@@ -72,6 +72,18 @@ pub struct GenerateRequest {
     pub sampling: Sampling,
     /// Generation ends before the first occurrence of any of these; it is not returned.
     pub stop: Vec<String>,
+    /// The LoRA adapter, loaded with [`Generator::load_adapter`], the sequence runs with;
+    /// `None` runs the base model.
+    pub adapter: Option<String>,
+}
+
+/// What a loaded adapter tells its clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdapterInfo {
+    /// The adapter's rank `r`.
+    pub rank: usize,
+    /// Bytes its matrices take on the device.
+    pub memory_bytes: u64,
 }
 
 /// Why a sequence ended.
@@ -145,4 +157,21 @@ pub trait Generator {
     /// Advances every active sequence by one token (a newly admitted one first reads its
     /// prompt) and returns what each produced; sequences without news are left out.
     fn step(&self) -> Vec<(SequenceId, SequenceEvent)>;
+
+    /// Loads the LoRA adapter in directory `dir` under `name`, for requests that name it.
+    /// Fails with [`BackendError::AdapterExists`] when `name` is taken, with
+    /// [`BackendError::InvalidAdapter`] when the files do not fit the model, and (the default)
+    /// with [`BackendError::Unsupported`] on a runtime without adapters.
+    fn load_adapter(&self, name: &str, dir: &std::path::Path) -> Result<AdapterInfo, BackendError> {
+        let _ = (name, dir);
+        Err(BackendError::Unsupported(
+            "this runtime does not load LoRA adapters".into(),
+        ))
+    }
+
+    /// Forgets adapter `name`: new requests cannot name it, sequences already running with it
+    /// finish with it.
+    fn unload_adapter(&self, name: &str) -> Result<(), BackendError> {
+        Err(BackendError::AdapterNotFound(name.to_owned()))
+    }
 }

@@ -19,8 +19,8 @@ pub use batch::{EmbedBatch, Embeddings};
 pub use device::{DeviceSpec, ParseDeviceError};
 pub use error::BackendError;
 pub use generate::{
-    ChatMessage, FinishReason, GenerateRequest, Generator, Prompt, Sampling, SequenceEvent,
-    SequenceId,
+    AdapterInfo, ChatMessage, FinishReason, GenerateRequest, Generator, Prompt, Sampling,
+    SequenceEvent, SequenceId,
 };
 pub use heads::{Entities, Entity, PairBatch, Probabilities, Scores};
 pub use stop::{Released, StopFilter};

@@ -508,6 +508,7 @@ mod tests {
                 seed: u64::MAX,
             },
             stop: (0..6).map(|i| format!("s{i}")).collect(),
+            adapter: None,
         }
     }
 

@@ -218,6 +218,7 @@ fn request(max_tokens: usize, stop: &[&str]) -> GenerateRequest {
             ..Sampling::default()
         },
         stop: stop.iter().map(|s| (*s).to_owned()).collect(),
+        adapter: None,
     }
 }
 

@@ -131,6 +131,7 @@ fn greedy(prompt: Prompt, max_tokens: usize, stop: &[&str]) -> GenerateRequest {
             seed: 7,
         },
         stop: stop.iter().map(|s| (*s).to_owned()).collect(),
+        adapter: None,
     }
 }
 

@@ -20,8 +20,12 @@ pub enum ErrorCode {
     ModelNotFound,
     /// `load` of a name that is resident or being loaded.
     ModelExists,
-    /// The model directory could not be loaded.
+    /// The model directory (or an adapter's) could not be loaded.
     LoadFailed,
+    /// A request names an adapter the model has not loaded.
+    AdapterNotFound,
+    /// `load_adapter` of a name the model already has.
+    AdapterExists,
     /// `truncate: false` and an input is too long.
     InputTooLong,
     /// A bug; the message says what failed.
@@ -39,6 +43,8 @@ impl ErrorCode {
             ErrorCode::ModelNotFound => "model_not_found",
             ErrorCode::ModelExists => "model_exists",
             ErrorCode::LoadFailed => "load_failed",
+            ErrorCode::AdapterNotFound => "adapter_not_found",
+            ErrorCode::AdapterExists => "adapter_exists",
             ErrorCode::InputTooLong => "input_too_long",
             ErrorCode::Internal => "internal",
         }
@@ -83,6 +89,9 @@ impl From<BackendError> for ProtocolError {
             | BackendError::Unsupported(_)
             | BackendError::MismatchedPairs { .. } => ErrorCode::BadRequest,
             BackendError::Tokenizer(_) | BackendError::Inference(_) => ErrorCode::Internal,
+            BackendError::AdapterNotFound(_) => ErrorCode::AdapterNotFound,
+            BackendError::AdapterExists(_) => ErrorCode::AdapterExists,
+            BackendError::InvalidAdapter(_) => ErrorCode::LoadFailed,
         };
         Self::new(code, e.to_string())
     }

@@ -332,6 +332,7 @@ fn admit(
     let job = match job {
         Job::Generate(job) => job,
         Job::Batch(job) => return refuse_batch(job, backend.family()),
+        Job::Adapter(job) => return crate::adapters::run(generator, job),
     };
     if job.cancelled.load(Ordering::Relaxed) || job.events.is_closed() {
         let _ = job.events.send(Event::Done {

@@ -9,6 +9,7 @@ use shoal_sidecar_candle::{GgufWeightMode, LoadOptions};
 use shoal_sidecar_core::EmbedBatch;
 use tokio::sync::mpsc;
 
+use crate::adapters;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::generation::{self, Streams};
 use crate::heads;
@@ -272,5 +273,30 @@ async fn dispatch(
             generation::generate(&state.registry, streams, responses, id, model, job, parent).await
         }
         Op::Cancel { target } => Ok(generation::cancel(streams, id, target)),
+        Op::LoadAdapter {
+            model,
+            adapter,
+            path,
+        } => {
+            let (info, load_us) = adapters::load(&state.registry, model, adapter, path).await?;
+            Ok(response::ok(
+                id,
+                &response::AdapterLoaded {
+                    model,
+                    adapter,
+                    rank: info.rank as u64,
+                    memory_bytes: info.memory_bytes,
+                    load_us,
+                },
+            ))
+        }
+        Op::UnloadAdapter { model, adapter } => {
+            adapters::unload(&state.registry, model, adapter).await?;
+            tracing::info!(model, adapter, "unloaded an adapter");
+            Ok(response::ok(
+                id,
+                &response::AdapterUnloaded { model, adapter },
+            ))
+        }
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! `main` parses [`Options`] and calls [`run`]; tests start a [`Sidecar`] in-process.
 
+mod adapters;
 mod connection;
 mod error;
 mod frame;

@@ -8,7 +8,7 @@ use shoal_sidecar_candle::CandleRuntime;
 use tokio::sync::oneshot;
 
 use crate::error::{ErrorCode, ProtocolError};
-use crate::response::ModelStats;
+use crate::response::{AdapterStats, ModelStats};
 use crate::runner::{self, LoadSpec, ModelHandle};
 
 enum Slot {
@@ -168,6 +168,15 @@ impl Registry {
                     busy_us: handle.counters.busy_us.load(Ordering::Relaxed),
                     sequences: handle.counters.sequences.load(Ordering::Relaxed),
                     generated_tokens: handle.counters.generated_tokens.load(Ordering::Relaxed),
+                    adapters: handle
+                        .adapters()
+                        .iter()
+                        .map(|(name, info)| AdapterStats {
+                            adapter: name.clone(),
+                            rank: info.rank as u64,
+                            memory_bytes: info.memory_bytes,
+                        })
+                        .collect(),
                 }),
                 Slot::Loading => None,
             })

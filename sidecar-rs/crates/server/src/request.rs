@@ -43,6 +43,16 @@ pub(crate) enum Op<'a> {
     Unload {
         model: &'a str,
     },
+    /// A LoRA adapter for a resident generator, loaded under `adapter` from directory `path`.
+    LoadAdapter {
+        model: &'a str,
+        adapter: &'a str,
+        path: &'a str,
+    },
+    UnloadAdapter {
+        model: &'a str,
+        adapter: &'a str,
+    },
     Embed {
         model: &'a str,
         inputs: Vec<&'a str>,
@@ -74,6 +84,8 @@ impl Op<'_> {
             Op::Stats => "stats",
             Op::Load { .. } => "load",
             Op::Unload { .. } => "unload",
+            Op::LoadAdapter { .. } => "load_adapter",
+            Op::UnloadAdapter { .. } => "unload_adapter",
             Op::Embed { .. } => "embed",
             Op::Head { inputs, .. } => inputs.op_name(),
             Op::Generate { .. } => "generate",
@@ -117,6 +129,8 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
             | "stats"
             | "load"
             | "unload"
+            | "load_adapter"
+            | "unload_adapter"
             | "embed"
             | "score"
             | "classify"
@@ -127,8 +141,8 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
         return Err(reject(ProtocolError::new(
             ErrorCode::UnknownOp,
             format!(
-                "unknown op `{}`; expected health, load, unload, embed, score, classify, \
-                 extract, generate, cancel or stats",
+                "unknown op `{}`; expected health, load, unload, load_adapter, unload_adapter, \
+                 embed, score, classify, extract, generate, cancel or stats",
                 op.escape_debug()
             ),
         )));
@@ -167,6 +181,23 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
         "unload" => Op::Unload {
             model: fields.required_model().map_err(reject)?,
         },
+        "load_adapter" => Op::LoadAdapter {
+            model: fields.required_model().map_err(reject)?,
+            adapter: fields.adapter.ok_or_else(|| reject(missing("adapter")))?,
+            path: match fields.path {
+                None => return Err(reject(missing("path"))),
+                Some("") => {
+                    return Err(reject(ProtocolError::bad_request(
+                        "`path` must not be empty",
+                    )));
+                }
+                Some(path) => path,
+            },
+        },
+        "unload_adapter" => Op::UnloadAdapter {
+            model: fields.required_model().map_err(reject)?,
+            adapter: fields.adapter.ok_or_else(|| reject(missing("adapter")))?,
+        },
         "score" | "classify" | "extract" => heads::decode(op, fields).map_err(reject)?,
         "generate" => generate::decode_generate(fields).map_err(reject)?,
         "cancel" => generate::decode_cancel(&fields).map_err(reject)?,
@@ -197,6 +228,23 @@ fn too_many_inputs(field: &str, count: u64, max: usize) -> ProtocolError {
     ProtocolError::bad_request(format!(
         "`{field}` has {count} items, more than the limit of {max}"
     ))
+}
+
+/// Longest adapter name, bytes.
+pub(crate) const MAX_ADAPTER_NAME_BYTES: usize = 128;
+
+/// An adapter name: 1..=[`MAX_ADAPTER_NAME_BYTES`] bytes of printable ASCII.
+fn adapter_name<'a>(field: &str, value: Item<'a>) -> Result<&'a str, ProtocolError> {
+    let name = string(field, value)?;
+    if name.is_empty()
+        || name.len() > MAX_ADAPTER_NAME_BYTES
+        || !name.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(ProtocolError::bad_request(format!(
+            "`{field}` must be 1..={MAX_ADAPTER_NAME_BYTES} printable ASCII characters"
+        )));
+    }
+    Ok(name)
 }
 
 fn missing(field: &str) -> ProtocolError {
@@ -283,6 +331,8 @@ struct Fields<'a> {
     openai: Option<OpenAiSettings>,
     dequantize: Option<bool>,
     dtype: Option<Precision>,
+    /// `load_adapter` and `unload_adapter`: the adapter's name.
+    adapter: Option<&'a str>,
     /// `generate`: prompt and sampling.
     generate: generate::GenerateFields<'a>,
     /// `cancel`: the request to cancel.
@@ -316,10 +366,14 @@ impl<'a> Fields<'a> {
             match (op, key) {
                 (_, b"traceparent") => fields.traceparent = Some(string("traceparent", value)?),
                 (
-                    "load" | "unload" | "embed" | "score" | "classify" | "extract" | "generate",
+                    "load" | "unload" | "embed" | "score" | "classify" | "extract" | "generate"
+                    | "load_adapter" | "unload_adapter",
                     b"model",
                 ) => fields.model = Some(string("model", value)?),
-                ("load", b"path") => fields.path = Some(string("path", value)?),
+                ("load" | "load_adapter", b"path") => fields.path = Some(string("path", value)?),
+                ("load_adapter" | "unload_adapter", b"adapter") => {
+                    fields.adapter = Some(adapter_name("adapter", value)?)
+                }
                 ("generate", key) if generate::GenerateFields::owns(key) => {
                     fields.generate.read(&mut r, key, value)?
                 }

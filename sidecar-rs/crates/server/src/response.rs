@@ -73,6 +73,30 @@ pub(crate) struct ModelStats {
     /// `generate` models: sequences finished and the tokens they generated.
     pub sequences: u64,
     pub generated_tokens: u64,
+    /// `generate` models: the LoRA adapters loaded, by name.
+    pub adapters: Vec<AdapterStats>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct AdapterStats {
+    pub adapter: String,
+    pub rank: u64,
+    pub memory_bytes: u64,
+}
+
+#[derive(Serialize)]
+pub(crate) struct AdapterLoaded<'a> {
+    pub model: &'a str,
+    pub adapter: &'a str,
+    pub rank: u64,
+    pub memory_bytes: u64,
+    pub load_us: u64,
+}
+
+#[derive(Serialize)]
+pub(crate) struct AdapterUnloaded<'a> {
+    pub model: &'a str,
+    pub adapter: &'a str,
 }
 
 #[derive(Serialize)]

@@ -5,19 +5,21 @@
 //! thread and moved to the model thread, which owns it until unload: it must be `Send`, and
 //! needs no locks.
 
+use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
 use opentelemetry::{Context, KeyValue};
 use shoal_sidecar_candle::{CandleRuntime, LoadOptions};
-use shoal_sidecar_core::{Backend, ModelFamily};
+use shoal_sidecar_core::{AdapterInfo, Backend, ModelFamily};
 use shoal_sidecar_openai::{OpenAiBackend, OpenAiConfig};
 use shoal_sidecar_sim::{Profile, SimBackend, SimParams};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::adapters::{self, AdapterJob};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::generation::{self, Event, GenerateJob};
 use crate::options::BackendKind;
@@ -100,6 +102,7 @@ pub(crate) struct Counters {
 pub(crate) enum Job {
     Batch(BatchJob),
     Generate(GenerateJob),
+    Adapter(AdapterJob),
 }
 
 /// One batch request (`embed`, `score`, `classify`, `extract`) on its way to the model thread.
@@ -124,6 +127,8 @@ pub(crate) struct ModelHandle {
     pub name: String,
     pub info: ModelInfo,
     pub counters: Arc<Counters>,
+    /// The adapters loaded on the model thread, as its answers reported them, for `stats`.
+    adapters: Mutex<BTreeMap<String, AdapterInfo>>,
     jobs: mpsc::Sender<Job>,
 }
 
@@ -131,6 +136,12 @@ impl ModelHandle {
     /// Queues `job`, waiting while the queue is full. Fails only if the thread has stopped.
     pub(crate) async fn submit(&self, job: BatchJob) -> Result<(), ProtocolError> {
         self.submit_job(Job::Batch(job)).await
+    }
+
+    /// The adapters loaded, by name.
+    pub(crate) fn adapters(&self) -> MutexGuard<'_, BTreeMap<String, AdapterInfo>> {
+        // Nothing panics while holding the lock.
+        self.adapters.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queues any job, waiting while the queue is full. Fails only if the thread has stopped.
@@ -219,6 +230,7 @@ pub(crate) async fn start(
             name,
             info,
             counters,
+            adapters: Mutex::new(BTreeMap::new()),
             jobs: jobs_tx,
         },
         exited_rx,
@@ -278,6 +290,10 @@ fn serve(model: &str, backend: &dyn Backend, counters: &Counters, mut jobs: mpsc
     while let Some(job) = jobs.blocking_recv() {
         let job = match job {
             Job::Batch(job) => job,
+            Job::Adapter(job) => {
+                adapters::refuse(job, backend.family());
+                continue;
+            }
             Job::Generate(job) => {
                 let _ = job
                     .events

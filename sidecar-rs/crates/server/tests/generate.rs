@@ -150,6 +150,135 @@ fn fixture(name: &str) -> Fixture {
     serde_json::from_slice(&std::fs::read(path).expect("fixture exists")).unwrap()
 }
 
+/// The `stats` entry of [`MODEL`], asked for under request id `id`.
+async fn model_stats(c: &mut Client, id: u64) -> V {
+    let stats = c.call(&req(id, "stats", &[])).await;
+    get(&stats, "models")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| get(m, "model").as_str() == Some(MODEL))
+        .unwrap()
+        .clone()
+}
+
+/// The committed PEFT adapter for SmolLM2 (tools/reference/make_smollm2_lora.py).
+fn lora_dir() -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../tools/reference/fixtures/smollm2-lora")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adapters_load_serve_and_unload_over_the_socket() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    let load = |id, model: &str, adapter: &str, path: &str| {
+        req(
+            id,
+            "load_adapter",
+            &[
+                ("model", V::from(model)),
+                ("adapter", V::from(adapter)),
+                ("path", V::from(path)),
+            ],
+        )
+    };
+    let loaded = c.call(&load(1, MODEL, "tiny@1", &lora_dir())).await;
+    assert_ok(&loaded, 1);
+    assert_eq!(get(&loaded, "adapter").as_str(), Some("tiny@1"));
+    assert_eq!(get(&loaded, "rank").as_u64(), Some(2));
+    // Rank 2 on q, k, v, o (in + out features each) and down_proj of 30 layers, in f32.
+    assert_eq!(
+        get(&loaded, "memory_bytes").as_u64(),
+        Some(30 * 2 * 4 * ((576 + 576) * 2 + (576 + 192) * 2 + 1536 + 576))
+    );
+    assert_error(
+        &c.call(&load(2, MODEL, "tiny@1", &lora_dir())).await,
+        2,
+        "adapter_exists",
+    );
+    assert_error(
+        &c.call(&load(3, "minilm", "tiny@1", &lora_dir())).await,
+        3,
+        "bad_request",
+    );
+    assert_error(
+        &c.call(&load(4, "nope", "tiny@1", &lora_dir())).await,
+        4,
+        "model_not_found",
+    );
+    let message = assert_error(
+        &c.call(&load(5, MODEL, "x", "/nonexistent")).await,
+        5,
+        "load_failed",
+    );
+    assert!(message.contains("adapter_config.json"), "{message}");
+    assert_error(
+        &c.call(&load(6, MODEL, "bad name", &lora_dir())).await,
+        6,
+        "bad_request",
+    );
+    assert_error(
+        &c.call(&req(
+            7,
+            "load_adapter",
+            &[("model", V::from(MODEL)), ("adapter", V::from("t"))],
+        ))
+        .await,
+        7,
+        "bad_request",
+    );
+
+    let smol = model_stats(&mut c, 8).await;
+    let adapters = get(&smol, "adapters").as_array().unwrap();
+    assert_eq!(adapters.len(), 1);
+    assert_eq!(get(&adapters[0], "adapter").as_str(), Some("tiny@1"));
+
+    // The same prompt with and without the adapter, decoding together, answer differently.
+    let prompt = "Once upon a time, in a land far away,";
+    let mut with = greedy(10, prompt, 24);
+    if let V::Map(fields) = &mut with {
+        fields.push((V::from("adapter"), V::from("tiny@1")));
+    }
+    c.send(&with).await;
+    c.send(&greedy(11, prompt, 24)).await;
+    let streams = collect(&mut c, &[10, 11]).await;
+    assert_eq!(streams[&10].finish_reason(), "length");
+    assert_eq!(streams[&11].finish_reason(), "length");
+    assert_ne!(streams[&10].token_ids, streams[&11].token_ids);
+
+    let mut unknown = greedy(12, prompt, 4);
+    if let V::Map(fields) = &mut unknown {
+        fields.push((V::from("adapter"), V::from("nope")));
+    }
+    assert_error(&c.call(&unknown).await, 12, "adapter_not_found");
+
+    let unload = |id, adapter: &str| {
+        req(
+            id,
+            "unload_adapter",
+            &[("model", V::from(MODEL)), ("adapter", V::from(adapter))],
+        )
+    };
+    assert_ok(&c.call(&unload(13, "tiny@1")).await, 13);
+    assert_error(
+        &c.call(&unload(14, "tiny@1")).await,
+        14,
+        "adapter_not_found",
+    );
+    let stats = c.call(&req(15, "stats", &[])).await;
+    assert!(
+        get(&stats, "models")
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| get(m, "adapters").as_array().unwrap().is_empty()),
+        "{stats}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generator_refuses_a_half_precision_dtype() {
     let sidecar = sidecar().await;
@@ -264,14 +393,7 @@ async fn loads_as_a_generate_model_and_streams_the_reference_tokens() {
         assert!(s.frames >= 1 && !s.text.is_empty(), "{}: {s:?}", case.name);
         assert!(!s.text.contains('\u{fffd}'), "{}: {:?}", case.name, s.text);
     }
-    let stats = c.call(&req(20, "stats", &[])).await;
-    let smol = get(&stats, "models")
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| get(m, "model").as_str() == Some(MODEL))
-        .unwrap()
-        .clone();
+    let smol = model_stats(&mut c, 20).await;
     assert_eq!(get(&smol, "sequences").as_u64(), Some(cases.len() as u64));
     assert_eq!(
         get(&smol, "generated_tokens").as_u64(),

@@ -25,6 +25,7 @@ use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
+use super::lora::{LoraAdapter, Target};
 use crate::LoadError;
 use crate::gguf::Gguf;
 
@@ -239,10 +240,19 @@ impl KvCache {
     }
 }
 
-/// One sequence's share of a forward pass: the tokens it has not read yet, and its cache.
+/// One sequence's share of a forward pass: the tokens it has not read yet, its cache, and the
+/// LoRA adapter it runs with, if any.
 pub struct Chunk<'a> {
     pub tokens: &'a [u32],
     pub cache: &'a mut KvCache,
+    pub adapter: Option<&'a LoraAdapter>,
+}
+
+/// The rows of one forward pass that run with one adapter: all of them (`rows` is `None`), or
+/// the listed ones.
+struct AdaptedRows<'a> {
+    adapter: &'a LoraAdapter,
+    rows: Option<Tensor>,
 }
 
 struct Attention {
@@ -446,6 +456,11 @@ impl Llama {
         &self.config
     }
 
+    /// The device the weights are on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
     /// Reads every chunk's tokens into its cache and returns the logits after each chunk's
     /// last token, `[chunks.len(), vocab_size]` f32.
     pub fn forward(&self, chunks: &mut [Chunk<'_>]) -> Result<Tensor> {
@@ -468,10 +483,11 @@ impl Llama {
         }
         let total = ids.len();
         let ids = Tensor::from_vec(ids, total, &self.device)?;
+        let adapted = self.adapted_rows(chunks, total)?;
         let mut x = self.embed_tokens.embedding(&ids)?.to_dtype(DType::F32)?;
         for (index, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, c.rms_norm_eps as f32)?;
-            let attn = self.attention(index, &layer.self_attn, &h, chunks)?;
+            let attn = self.attention(index, &layer.self_attn, &h, chunks, &adapted)?;
             x = (x + attn)?;
             let h = candle_nn::ops::rms_norm(
                 &x,
@@ -479,9 +495,11 @@ impl Llama {
                 c.rms_norm_eps as f32,
             )?;
             let mlp = &layer.mlp;
-            let gated =
-                (candle_nn::ops::silu(&mlp.gate_proj.forward(&h)?)? * mlp.up_proj.forward(&h)?)?;
-            x = (x + mlp.down_proj.forward(&gated)?)?;
+            let project =
+                |w: &QMatMul, target, x: &Tensor| Self::project(w, x, index, target, &adapted);
+            let gated = (candle_nn::ops::silu(&project(&mlp.gate_proj, Target::Gate, &h)?)?
+                * project(&mlp.up_proj, Target::Up, &h)?)?;
+            x = (x + project(&mlp.down_proj, Target::Down, &gated)?)?;
         }
         for ch in chunks.iter_mut() {
             ch.cache.len += ch.tokens.len();
@@ -498,6 +516,56 @@ impl Llama {
         self.lm_head.forward(&x)?.to_dtype(DType::F32)
     }
 
+    /// Which rows of a pass of `total` tokens each adapter of `chunks` applies to, grouped by
+    /// adapter; rows of chunks without one run on the base weights alone.
+    fn adapted_rows<'a>(&self, chunks: &[Chunk<'a>], total: usize) -> Result<Vec<AdaptedRows<'a>>> {
+        let mut groups: Vec<(&'a LoraAdapter, Vec<u32>)> = Vec::new();
+        let mut offset = 0u32;
+        for ch in chunks {
+            let rows = offset..offset + ch.tokens.len() as u32;
+            offset = rows.end;
+            let Some(adapter) = ch.adapter else { continue };
+            match groups.iter_mut().find(|(a, _)| std::ptr::eq(*a, adapter)) {
+                Some((_, listed)) => listed.extend(rows),
+                None => groups.push((adapter, rows.collect())),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(adapter, rows)| {
+                let rows = if rows.len() == total {
+                    None
+                } else {
+                    let n = rows.len();
+                    Some(Tensor::from_vec(rows, n, &self.device)?)
+                };
+                Ok(AdaptedRows { adapter, rows })
+            })
+            .collect()
+    }
+
+    /// `w · x` for every row, plus each adapter's update of `target` in layer `index` on its
+    /// own rows.
+    fn project(
+        w: &QMatMul,
+        x: &Tensor,
+        index: usize,
+        target: Target,
+        adapted: &[AdaptedRows<'_>],
+    ) -> Result<Tensor> {
+        let mut y = w.forward(x)?;
+        for group in adapted {
+            let Some(pair) = group.adapter.pair(index, target) else {
+                continue;
+            };
+            y = match &group.rows {
+                None => (y + pair.delta(x)?)?,
+                Some(rows) => y.index_add(rows, &pair.delta(&x.index_select(rows, 0)?)?, 0)?,
+            };
+        }
+        Ok(y)
+    }
+
     /// Self-attention of layer `index` for hidden states `h` (`[total, hidden]`, the chunks'
     /// tokens stacked in order): projections batched, attention per sequence.
     fn attention(
@@ -506,12 +574,14 @@ impl Llama {
         attn: &Attention,
         h: &Tensor,
         chunks: &mut [Chunk<'_>],
+        adapted: &[AdaptedRows<'_>],
     ) -> Result<Tensor> {
         let c = &self.config;
         let (heads, kv_heads, hd) = (c.num_attention_heads, c.num_key_value_heads, c.head_dim);
-        let q = attn.q_proj.forward(h)?;
-        let k = attn.k_proj.forward(h)?;
-        let v = attn.v_proj.forward(h)?;
+        let project = |w: &QMatMul, target, x: &Tensor| Self::project(w, x, index, target, adapted);
+        let q = project(&attn.q_proj, Target::Q, h)?;
+        let k = project(&attn.k_proj, Target::K, h)?;
+        let v = project(&attn.v_proj, Target::V, h)?;
         let mut outputs = Vec::with_capacity(chunks.len());
         let mut offset = 0;
         for ch in chunks.iter_mut() {
@@ -550,7 +620,7 @@ impl Llama {
             offset += n;
         }
         let y = Tensor::cat(&outputs, 0)?;
-        attn.o_proj.forward(&y)
+        project(&attn.o_proj, Target::O, &y)
     }
 
     /// Scaled dot-product attention of `q` (`[1, heads, n, hd]`, positions `pos..pos+n`)

@@ -4,6 +4,7 @@
 pub mod bert;
 pub mod bert_heads;
 pub mod llama;
+pub mod lora;
 
 use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;

@@ -29,6 +29,7 @@ pub(super) struct GenerateFields<'a> {
     top_k: Option<u64>,
     seed: Option<u64>,
     stop: Option<Vec<&'a str>>,
+    adapter: Option<&'a str>,
 }
 
 impl<'a> GenerateFields<'a> {
@@ -44,6 +45,7 @@ impl<'a> GenerateFields<'a> {
                 | b"top_k"
                 | b"seed"
                 | b"stop"
+                | b"adapter"
         )
     }
 
@@ -63,6 +65,7 @@ impl<'a> GenerateFields<'a> {
             b"top_k" => self.top_k = Some(count("top_k", value)?),
             b"seed" => self.seed = Some(count("seed", value)?),
             b"stop" => self.stop = Some(strings(r, "stop", value, Some(MAX_STOPS))?),
+            b"adapter" => self.adapter = Some(super::adapter_name("adapter", value)?),
             _ => r.skip_children(value).map_err(broken)?,
         }
         Ok(())
@@ -199,6 +202,7 @@ pub(super) fn decode_generate<'a>(fields: Fields<'a>) -> Result<Op<'a>, Protocol
                 seed: g.seed.unwrap_or_else(random_seed),
             },
             stop,
+            adapter: g.adapter.map(str::to_owned),
         },
     })
 }
