@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { AdapterStore, makeLoraAdapter } from "@shoal/adapters";
-import { tempDir } from "@shoal/testing";
+import { SMOLLM2_SHAPE, tempDir } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ACME,
@@ -11,7 +11,6 @@ import {
   GLOBEX,
   SMOLLM2_ID,
   SMOLLM2_KEY,
-  SMOLLM2_SHAPE,
   startRegistry,
   upload,
   type TestRegistry,

@@ -8,29 +8,19 @@ import {
   ADAPTER_BUCKET,
   adapterObjectPrefix,
   makeLoraAdapter,
-  type BaseShape,
   type SyntheticAdapterOptions,
 } from "@shoal/adapters";
 import { compileCatalog, type Catalog } from "@shoal/config";
 import { createLogger } from "@shoal/telemetry";
 import {
   minilmDir,
+  SMOLLM2_SHAPE,
   smollm2CatalogDocument,
   startNatsServer,
   tempDir,
   type NatsServerHandle,
 } from "@shoal/testing";
 import { run, type LoraRegistryOptions, type RunningLoraRegistry } from "../src/index.js";
-
-/** SmolLM2-135M-Instruct's shape, which the registry reads from the real GGUF. */
-export const SMOLLM2_SHAPE: BaseShape = {
-  layers: 30,
-  hiddenSize: 576,
-  intermediateSize: 1536,
-  heads: 9,
-  kvHeads: 3,
-  headDim: 64,
-};
 
 export const SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct";
 export const SMOLLM2_KEY = "smollm2-135m-instruct";
