@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Starts the single-machine Shoal cluster in the foreground: nats-server (JetStream), the
-# annotator, the blob offloader, the model-loader, one worker with its sidecar, and ingress.
+# annotator, the blob offloader, the model-loader, the LoRA adapter registry, one worker with
+# its sidecar, and ingress.
 # Installs and builds whatever is missing first (tools/setup/bootstrap.sh). Ctrl-C stops
 # everything; if any process dies, the rest are stopped too and the script exits non-zero.
 #
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
-# README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090).
+# README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090), the adapter
+# registry's on SHOAL_REGISTRY_PORT (8091 here, beside the loader; 8090 when run alone).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -24,6 +26,7 @@ logs="${run_dir}/logs"
 mkdir -p "${logs}" "${run_dir}/nats"
 export NATS_URL="nats://127.0.0.1:${nats_port}" SHOAL_PORT="${port}" SHOAL_HOST="${host}"
 export SHOAL_SIDECAR_SOCKET="${run_dir}/sidecar.sock"
+export SHOAL_REGISTRY_PORT="${SHOAL_REGISTRY_PORT:-8091}" SHOAL_REGISTRY_HOST="${SHOAL_REGISTRY_HOST:-${host}}"
 # One node: its model-loader decides what the worker holds (docs/model-loader.md). The worker's
 # "accelerator" is the CPU, so its memory budget is a share of RAM.
 export SHOAL_NODE_ID="${SHOAL_NODE_ID:-local}"
@@ -74,6 +77,7 @@ wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
 start annotator node --import tsx services/annotator/src/main.ts
 start blob-offloader node --import tsx services/blob-offloader/src/main.ts
 start model-loader node --import tsx services/model-loader/src/main.ts
+start lora-registry node --import tsx services/lora-registry/src/main.ts
 start worker node --import tsx services/worker/src/main.ts
 start ingress node --import tsx services/ingress/src/main.ts
 
@@ -85,6 +89,7 @@ cat <<MSG
 [cluster] Shoal is serving on http://${host}:${port} (REST, Connect, gRPC, gRPC-Web); NATS on ${nats_port}.
 [cluster] Try: curl -s ${host}:${port}/v1/embeddings -H 'content-type: application/json' \\
             -d '{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["hello world"]}'
+[cluster] LoRA adapters: http://${SHOAL_REGISTRY_HOST}:${SHOAL_REGISTRY_PORT}/v1/adapters (docs/lora-registry.md).
 [cluster] Ctrl-C stops the cluster.
 MSG
 wait -n

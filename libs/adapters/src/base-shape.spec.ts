@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { smollm2Dir, tempDir } from "@shoal/testing";
+import { SMOLLM2_SHAPE, smollm2Dir, tempDir } from "@shoal/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ggufHeader, llamaEntries, type GgufEntry } from "../test/gguf-builder.js";
 import {
@@ -51,15 +51,6 @@ const SMOLLM2_CONFIG = {
   num_key_value_heads: 3,
   rms_norm_eps: 1e-5,
   vocab_size: 49152,
-};
-
-const SMOLLM2_SHAPE: BaseShape = {
-  layers: 30,
-  hiddenSize: 576,
-  intermediateSize: 1536,
-  heads: 9,
-  kvHeads: 3,
-  headDim: 64,
 };
 
 describe("readBaseShape", () => {

@@ -1,5 +1,10 @@
 import { ArchiveTooLargeError, InvalidArchiveError } from "./archive-error.js";
 
+/** The stream ended part-way through a read. */
+export class TruncatedArchiveError extends InvalidArchiveError {
+  override readonly name: string = "TruncatedArchiveError";
+}
+
 /**
  * Exact-length reads over a stream of chunks, counting every byte pulled so that no archive,
  * however it is laid out, makes the reader take in more than `limit` bytes.
@@ -115,8 +120,8 @@ export class ByteReader {
     return out;
   }
 
-  #truncated(): InvalidArchiveError {
-    return new InvalidArchiveError(
+  #truncated(): TruncatedArchiveError {
+    return new TruncatedArchiveError(
       `archive ends unexpectedly after ${this.#offset + this.#buffered} bytes (truncated?)`,
     );
   }

@@ -25,6 +25,7 @@ export type { GgufLimits, GgufValue } from "./gguf-metadata.js";
 export { ArchiveTooLargeError, InvalidArchiveError } from "./archive-error.js";
 export { DEFAULT_TAR_LIMITS, readTar } from "./tar.js";
 export type { TarFiles, TarLimits } from "./tar.js";
+export { adapterFilesOf, readAdapterArchive } from "./adapter-archive.js";
 export {
   isLoraTargetModule,
   LORA_DTYPES,

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { encodeSafetensors, type SafetensorsInput } from "@shoal/model-sources";
-import { repoRoot } from "@shoal/testing";
+import { repoRoot, SMOLLM2_SHAPE } from "@shoal/testing";
 import { describe, expect, it } from "vitest";
 import { readBaseShape, type BaseShape } from "./base-shape.js";
 import { loraTensorName } from "./lora-modules.js";
@@ -12,15 +12,7 @@ import {
   type SyntheticAdapterOptions,
 } from "./synthetic-adapter.js";
 
-/** SmolLM2-135M's shape, which grouped-query attention makes k/v narrower than q. */
-const SMOLLM2: BaseShape = {
-  layers: 30,
-  hiddenSize: 576,
-  intermediateSize: 1536,
-  heads: 9,
-  kvHeads: 3,
-  headDim: 64,
-};
+const SMOLLM2: BaseShape = SMOLLM2_SHAPE;
 
 const validate = (files: AdapterFiles, maxRank?: number) =>
   validateLoraAdapter(files, SMOLLM2, maxRank === undefined ? {} : { maxRank });

@@ -33,16 +33,25 @@ export interface AdapterRecord {
   readonly name: string;
   /** The tenant that first published it; only it may publish or delete versions. */
   readonly owner: string;
-  /** Ascending by version. Empty only while a first upload is in flight (never listed). */
+  /**
+   * Ascending by version. Empty while a first upload is in flight, and once the adapter is
+   * deleted (`deleted`); a record without versions is never listed, got or resolved.
+   */
   readonly versions: readonly AdapterVersion[];
   /**
-   * The highest version number handed out, published or not: uploads reserve their number
-   * here before storing files, so two uploads never share one and a deleted version's number
-   * is not given again.
+   * The highest version number ever handed out for this name, published or not: uploads
+   * reserve their number here before storing files, so two uploads never share one, and no
+   * number is given twice, even after the adapter is deleted and the name published again.
+   * Caches may therefore key adapter files on `name@version`.
    */
   readonly lastVersion: number;
-  /** ISO 8601: when the first upload reserved the name. */
+  /** ISO 8601: when the first upload reserved the name (since it was last deleted). */
   readonly createdAt: string;
+  /**
+   * Set once every version is deleted: the record stays only to keep `lastVersion`, and the
+   * name is free for any tenant to publish again.
+   */
+  readonly deleted?: true;
 }
 
 /** The two files of a version, by their file name in the adapter directory. */

@@ -11,6 +11,7 @@ import { checkAdapterName, checkAdapterVersion, formatAdapterReference } from ".
 import { AdapterNotFoundError, AdapterOwnershipError } from "./store-errors.js";
 import {
   ADAPTER_BUCKET,
+  ADAPTER_FILES,
   ADAPTER_INDEX_BUCKET,
   adapterIndexKey,
   adapterObjectName,
@@ -87,8 +88,9 @@ const DEFAULT_SWEEP_AGE_MS = 60 * 60_000;
  * another's objects); the files are stored under it; a second compare-and-set adds the version
  * to the record, which is when readers see it. If storing or that last write fails, the
  * objects are deleted and the reservation released. A process killed in between leaves
- * objects no version names and, for a brand-new name, an empty reservation: {@link sweep}
- * removes both once they are older than any upload takes.
+ * objects no version names and an empty reservation: {@link sweep} removes both once they are
+ * older than any upload takes. A name's version numbers only grow, even across deleting the
+ * adapter and publishing the name again, so `name@version` always means the same files.
  *
  * Readers (ingress resolving `base:name@version`, workers fetching files) use
  * {@link resolve}, {@link fetch} and {@link watch}; versions are immutable, and a fetch checks
@@ -141,7 +143,8 @@ export class AdapterStore {
     };
 
     const reserved = await this.#index.mutate(key, (current) => {
-      if (current === undefined) {
+      if (current === undefined || current.deleted === true) {
+        // A new name, or a deleted one: the uploader takes it, and numbering goes on.
         return {
           put: {
             base: base.id,
@@ -149,7 +152,7 @@ export class AdapterStore {
             name,
             owner,
             versions: [],
-            lastVersion: 1,
+            lastVersion: (current?.lastVersion ?? 0) + 1,
             createdAt: new Date().toISOString(),
           },
         };
@@ -163,8 +166,8 @@ export class AdapterStore {
     const weights = adapterObjectName(base.key, name, number, "weights");
     try {
       const version: AdapterVersion = {
-        ...request.summary,
         version: number,
+        ...request.summary,
         files: {
           config: await this.#put(config, request.files.config),
           weights: await this.#put(weights, request.files.weights),
@@ -173,7 +176,7 @@ export class AdapterStore {
       };
       const committed = await this.#index.mutate(key, (current) => {
         // The adapter was deleted while this upload ran: this version brings it back.
-        if (current === undefined) {
+        if (current === undefined || current.deleted === true) {
           return {
             put: {
               base: base.id,
@@ -181,7 +184,7 @@ export class AdapterStore {
               name,
               owner,
               versions: [version],
-              lastVersion: number,
+              lastVersion: Math.max(current?.lastVersion ?? 0, number),
               createdAt: version.createdAt,
             },
           };
@@ -245,8 +248,8 @@ export class AdapterStore {
 
   /**
    * Removes one version, or the whole adapter. Removing the last version removes the adapter,
-   * which frees its name (a later upload starts again at version 1: caches must key on the
-   * files' digests, not on the version number alone).
+   * which frees its name for any tenant; its version numbers are still never given again (the
+   * index keeps a `deleted` record holding `lastVersion`).
    *
    * @returns the versions removed.
    * @throws AdapterNotFoundError when there is nothing to remove.
@@ -263,14 +266,15 @@ export class AdapterStore {
     await this.#index.mutate(key, (current): IndexChange => {
       if (current === undefined || current.versions.length === 0) throw notFound(baseKey, name);
       if (owner !== undefined && current.owner !== owner) throw ownedByOther(baseKey, name);
-      if (version === undefined) {
-        removed = [...current.versions];
-        return { delete: true };
-      }
-      const kept = current.versions.filter((v) => v.version !== checkAdapterVersion(version));
+      const kept =
+        version === undefined
+          ? []
+          : current.versions.filter((v) => v.version !== checkAdapterVersion(version));
       if (kept.length === current.versions.length) throw notFound(baseKey, name, version);
-      removed = current.versions.filter((v) => v.version === version);
-      return kept.length === 0 ? { delete: true } : { put: { ...current, versions: kept } };
+      removed = current.versions.filter((v) => !kept.includes(v));
+      return kept.length === 0
+        ? { put: { ...current, versions: [], deleted: true } }
+        : { put: { ...current, versions: kept } };
     });
     // The index no longer names these versions; their objects go now, or to the sweep.
     await this.#deleteObjects(
@@ -297,7 +301,7 @@ export class AdapterStore {
       this.#objects,
       (["config", "weights"] as const).map((file) => ({
         object: adapterObjectName(baseKey, name, version, file),
-        file: file === "config" ? "adapter_config.json" : "adapter_model.safetensors",
+        file: ADAPTER_FILES[file],
         digest: found.files[file],
       })),
       dir,
@@ -331,7 +335,11 @@ export class AdapterStore {
       const id = parseAdapterIndexKey(key);
       if (entry === undefined || id === undefined) continue;
       const { record } = entry;
-      if (record.versions.length === 0 && nowMs - Date.parse(record.createdAt) > olderThanMs) {
+      if (
+        record.versions.length === 0 &&
+        record.deleted !== true &&
+        nowMs - Date.parse(record.createdAt) > olderThanMs
+      ) {
         if (await this.#release(key, record.lastVersion, record.owner)) reservations++;
         continue;
       }
@@ -371,18 +379,25 @@ export class AdapterStore {
   }
 
   /**
-   * Drops a reservation that never became a version: the record goes when it is still the
-   * owner's, has no versions and no later upload reserved a number since. Best effort, like
-   * {@link #deleteObjects}.
+   * Gives up a reservation that never became a version, when the record is still the owner's,
+   * has no versions and no later upload reserved a number since: a name no version was ever
+   * published under leaves the index, any other is marked deleted so that its numbers stay
+   * used. Best effort, like {@link #deleteObjects}.
    */
   async #release(key: string, version: number, owner: string): Promise<boolean> {
     try {
-      const { change } = await this.#index.mutate(key, (current) =>
-        current?.owner === owner && current.versions.length === 0 && current.lastVersion === version
-          ? { delete: true }
-          : { keep: true },
-      );
-      return "delete" in change;
+      const { change } = await this.#index.mutate(key, (current): IndexChange => {
+        if (
+          current?.owner !== owner ||
+          current.deleted === true ||
+          current.versions.length > 0 ||
+          current.lastVersion !== version
+        ) {
+          return { keep: true };
+        }
+        return version === 1 ? { delete: true } : { put: { ...current, deleted: true } };
+      });
+      return !("keep" in change);
     } catch (error) {
       this.#logger?.warn(
         { err: error, key },

@@ -156,6 +156,7 @@ describe("readTar on hand-built archives", () => {
 
   it.each<[string, Buffer, string | RegExp]>([
     ["an empty upload", Buffer.alloc(0), "archive is empty"],
+    ["a few bytes", Buffer.from('{"r":8}'), "not a tar archive (shorter than one 512-byte header)"],
     ["JSON", Buffer.from(JSON.stringify({ peft_type: "LORA" }).padEnd(600)), /^not a tar archive/],
     ["random bytes", Buffer.concat([Buffer.from("R"), randomBytes(4095)]), /^not a tar archive/],
     [

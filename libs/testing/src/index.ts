@@ -25,6 +25,7 @@ export {
   defaultCatalog,
   minilmCatalog,
   SMOLLM2,
+  SMOLLM2_SHAPE,
   smollm2Catalog,
   smollm2CatalogDocument,
   TINY,

@@ -1,0 +1,34 @@
+import {
+  bootService,
+  catalogFromEnv,
+  envInt,
+  envOptional,
+  envString,
+  exitOnSignal,
+  failStart,
+} from "@shoal/process";
+import { run } from "./run.js";
+import { loadTenantTokens } from "./tenants.js";
+
+const env = process.env;
+const booted = bootService("lora-registry", env);
+try {
+  const tokensFile = envOptional(env, "SHOAL_REGISTRY_TOKENS_FILE");
+  const registry = await run({
+    natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    catalog: await catalogFromEnv(env),
+    port: envInt(env, "SHOAL_REGISTRY_PORT"),
+    host: envOptional(env, "SHOAL_REGISTRY_HOST"),
+    tokens: tokensFile === undefined ? undefined : await loadTenantTokens(tokensFile),
+    maxUploadBytes: envInt(env, "SHOAL_REGISTRY_MAX_UPLOAD_BYTES"),
+    idleTimeoutMs: envInt(env, "SHOAL_REGISTRY_IDLE_TIMEOUT_MS"),
+    maxRank: envInt(env, "SHOAL_REGISTRY_MAX_RANK"),
+    maxConcurrentUploads: envInt(env, "SHOAL_REGISTRY_MAX_UPLOADS"),
+    storeMaxBytes: envInt(env, "SHOAL_REGISTRY_STORE_MAX_BYTES"),
+    modelSources: { env },
+    logger: booted.logger,
+  });
+  exitOnSignal(() => registry.stop(), booted);
+} catch (err) {
+  failStart(booted, err);
+}
