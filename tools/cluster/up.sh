@@ -8,7 +8,7 @@
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
 # README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090), the adapter
-# registry's on SHOAL_REGISTRY_PORT (8091 here, beside the loader; 8090 when run alone).
+# registry's on SHOAL_REGISTRY_PORT (8091).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -21,7 +21,7 @@ describe("compileRegistryOptions", () => {
       tokens: undefined,
     });
     expect(DEFAULT_REGISTRY_OPTIONS).toMatchObject({
-      port: 8090,
+      port: 8091,
       maxUploadBytes: 268_435_456,
       maxRank: 64,
     });

@@ -7,7 +7,7 @@ export interface LoraRegistryOptions {
   readonly natsServers: string | readonly string[];
   /** Base models adapters can be published for: its `generator` entries. */
   readonly catalog: Catalog;
-  /** @default 8090; 0 picks a free port */
+  /** @default 8091 (the model-loader's API has 8090); 0 picks a free port */
   readonly port?: number;
   /** @default "127.0.0.1" */
   readonly host?: string;
@@ -55,7 +55,7 @@ export interface CompiledRegistryOptions {
 }
 
 export const DEFAULT_REGISTRY_OPTIONS = Object.freeze({
-  port: 8090,
+  port: 8091,
   host: "127.0.0.1",
   maxUploadBytes: 256 * 1024 * 1024,
   idleTimeoutMs: 30_000,
