@@ -1,11 +1,8 @@
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import OpenAI, { BadRequestError, NotFoundError } from "openai";
-import { MissingPrerequisiteError, repoRoot, shoalHome } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { norm } from "./support/fixture.js";
 import { MINILM, startCluster, type TestCluster } from "./support/cluster.js";
+import { runPytest } from "./support/pytest.js";
 
 // The clients users arrive with, unmodified, against one real cluster: the official `openai`
 // npm package here, and the official Python `openai` SDK and a `grpcio` client generated from
@@ -110,11 +107,6 @@ describe("openai npm SDK", () => {
 
 describe("Python clients (tools/clients-py)", () => {
   it("pass pytest: the openai SDK and a grpcio client generated from proto/", async () => {
-    const venv = process.env["SHOAL_CLIENTS_VENV"] || join(shoalHome(), "venv-clients");
-    const python = join(venv, "bin", "python");
-    if (!existsSync(python)) {
-      throw new MissingPrerequisiteError("Python clients venv", venv, "SHOAL_CLIENTS_VENV");
-    }
     // Ingress runs in this process, so a rejection it leaves unhandled (which would end a real
     // ingress process) shows up here rather than as a refused connection in pytest.
     const unhandled: string[] = [];
@@ -124,7 +116,17 @@ describe("Python clients (tools/clients-py)", () => {
     process.on("unhandledRejection", onUnhandled);
     let result: { code: number | null; output: string };
     try {
-      result = await runPytest(python, cluster.baseUrl);
+      // generation/, heads/ and adapters/ need models this cluster does not serve;
+      // openai-generation, rerank-extract and adapters tests run them on clusters that do.
+      result = await runPytest(
+        [
+          "tools/clients-py",
+          "--ignore=tools/clients-py/generation",
+          "--ignore=tools/clients-py/heads",
+          "--ignore=tools/clients-py/adapters",
+        ],
+        cluster.baseUrl,
+      );
     } finally {
       process.off("unhandledRejection", onUnhandled);
     }
@@ -137,33 +139,3 @@ describe("Python clients (tools/clients-py)", () => {
     );
   }, 180_000);
 });
-
-/**
- * Runs pytest as a child process without blocking this process's event loop, which serves the
- * in-process ingress the Python clients are talking to.
- */
-function runPytest(python: string, url: string): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    // generation/ and heads/ need models this cluster does not serve; openai-generation.test.ts
-    // and rerank-extract.test.ts run them on clusters that do.
-    const args = [
-      "tools/clients-py",
-      "--ignore=tools/clients-py/generation",
-      "--ignore=tools/clients-py/heads",
-      "-q",
-      "--color=no",
-    ];
-    const child = spawn(python, ["-m", "pytest", ...args], {
-      cwd: repoRoot(),
-      env: { ...process.env, SHOAL_URL: url, PYTHONDONTWRITEBYTECODE: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      resolve({ code, output });
-    });
-  });
-}
