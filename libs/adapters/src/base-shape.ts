@@ -82,23 +82,7 @@ export function shapeFromGgufMetadata(metadata: ReadonlyMap<string, GgufValue>):
     if (value.type !== "int") throw new InvalidBaseModelError(`${key} is not an integer`);
     return Number(value.value);
   };
-  const required = (key: string): number => {
-    const value = int(key);
-    if (value === undefined) throw new InvalidBaseModelError(`${key} is missing`);
-    return value;
-  };
-  const heads = required("llama.attention.head_count");
-  return checkShape(
-    {
-      layers: required("llama.block_count"),
-      hiddenSize: required("llama.embedding_length"),
-      intermediateSize: required("llama.feed_forward_length"),
-      heads,
-      kvHeads: int("llama.attention.head_count_kv") ?? heads,
-      headDim: int("llama.attention.key_length"),
-    },
-    "GGUF",
-  );
+  return readShape(int, GGUF_KEYS, "GGUF", "");
 }
 
 /**
@@ -124,31 +108,56 @@ export function shapeFromTransformersConfig(config: unknown): BaseShape {
     }
     return value;
   };
-  const required = (key: string): number => {
-    const value = int(key);
-    if (value === undefined) throw new InvalidBaseModelError(`config.json ${key} is missing`);
-    return value;
-  };
-  const heads = required("num_attention_heads");
-  return checkShape(
-    {
-      layers: required("num_hidden_layers"),
-      hiddenSize: required("hidden_size"),
-      intermediateSize: required("intermediate_size"),
-      heads,
-      kvHeads: int("num_key_value_heads") ?? heads,
-      headDim: int("head_dim"),
-    },
-    "config.json",
-  );
+  return readShape(int, CONFIG_KEYS, "config.json", "config.json ");
 }
 
-/** Fills the head width when the source leaves it to be derived, and checks it all adds up. */
-function checkShape(
-  shape: Omit<BaseShape, "headDim"> & { readonly headDim: number | undefined },
+/** Where one source keeps each dimension; `kvHeads` and `headDim` may be absent. */
+type ShapeKeys = Readonly<Record<keyof BaseShape, string>>;
+
+const GGUF_KEYS: ShapeKeys = {
+  layers: "llama.block_count",
+  hiddenSize: "llama.embedding_length",
+  intermediateSize: "llama.feed_forward_length",
+  heads: "llama.attention.head_count",
+  kvHeads: "llama.attention.head_count_kv",
+  headDim: "llama.attention.key_length",
+};
+
+const CONFIG_KEYS: ShapeKeys = {
+  layers: "num_hidden_layers",
+  hiddenSize: "hidden_size",
+  intermediateSize: "intermediate_size",
+  heads: "num_attention_heads",
+  kvHeads: "num_key_value_heads",
+  headDim: "head_dim",
+};
+
+/**
+ * Reads the dimensions through `int`, fills those the source may leave out (kv heads default
+ * to heads, the head width to hidden / heads), and checks it all adds up. `prefix` starts the
+ * message for a missing key.
+ */
+function readShape(
+  int: (key: string) => number | undefined,
+  keys: ShapeKeys,
   source: string,
+  prefix: string,
 ): BaseShape {
-  const { hiddenSize, heads, kvHeads } = shape;
+  const required = (key: string): number => {
+    const value = int(key);
+    if (value === undefined) throw new InvalidBaseModelError(`${prefix}${key} is missing`);
+    return value;
+  };
+  const heads = required(keys.heads);
+  const shape = {
+    layers: required(keys.layers),
+    hiddenSize: required(keys.hiddenSize),
+    intermediateSize: required(keys.intermediateSize),
+    heads,
+    kvHeads: int(keys.kvHeads) ?? heads,
+    headDim: int(keys.headDim),
+  };
+  const { hiddenSize, kvHeads } = shape;
   for (const [field, value] of Object.entries(shape)) {
     if (value !== undefined && (value < 1 || value > 1_000_000)) {
       throw new InvalidBaseModelError(`${source}: ${field} ${value} is implausible`);

@@ -141,21 +141,24 @@ export class AdapterStore {
     const checkOwner = (current: AdapterRecord): void => {
       if (current.owner !== owner) throw ownedByOther(base.key, name);
     };
+    const fresh = (
+      versions: readonly AdapterVersion[],
+      lastVersion: number,
+      createdAt: string,
+    ): AdapterRecord => ({
+      base: base.id,
+      baseKey: base.key,
+      name,
+      owner,
+      versions,
+      lastVersion,
+      createdAt,
+    });
 
     const reserved = await this.#index.mutate(key, (current) => {
       if (current === undefined || current.deleted === true) {
         // A new name, or a deleted one: the uploader takes it, and numbering goes on.
-        return {
-          put: {
-            base: base.id,
-            baseKey: base.key,
-            name,
-            owner,
-            versions: [],
-            lastVersion: (current?.lastVersion ?? 0) + 1,
-            createdAt: new Date().toISOString(),
-          },
-        };
+        return { put: fresh([], (current?.lastVersion ?? 0) + 1, new Date().toISOString()) };
       }
       checkOwner(current);
       return { put: { ...current, base: base.id, lastVersion: current.lastVersion + 1 } };
@@ -178,15 +181,7 @@ export class AdapterStore {
         // The adapter was deleted while this upload ran: this version brings it back.
         if (current === undefined || current.deleted === true) {
           return {
-            put: {
-              base: base.id,
-              baseKey: base.key,
-              name,
-              owner,
-              versions: [version],
-              lastVersion: Math.max(current?.lastVersion ?? 0, number),
-              createdAt: version.createdAt,
-            },
+            put: fresh([version], Math.max(current?.lastVersion ?? 0, number), version.createdAt),
           };
         }
         checkOwner(current);
