@@ -2,8 +2,9 @@
 # Starts the single-machine Shoal cluster in the foreground: nats-server (JetStream), the
 # annotator, the blob offloader, the model-loader, the LoRA adapter registry, one worker with
 # its sidecar, and ingress.
-# Installs and builds whatever is missing first (tools/setup/bootstrap.sh). Ctrl-C stops
-# everything; if any process dies, the rest are stopped too and the script exits non-zero.
+# Installs and builds whatever is missing first (tools/setup/bootstrap.sh), less the Python
+# clients and llama-cpp-python, which only the tests use. Ctrl-C stops everything; if any
+# process dies, the rest are stopped too and the script exits non-zero.
 #
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
@@ -13,7 +14,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${root}"
-bash tools/setup/bootstrap.sh
+bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python
 # shellcheck source=../setup/env.sh
 . tools/setup/env.sh
 npx nx run proto:generate --outputStyle=static >/dev/null
