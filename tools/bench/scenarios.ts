@@ -69,9 +69,9 @@ export function skewedReplicas(workload: Workload, accelerators: number, skew: n
 }
 
 /**
- * The fleet's models with their replicas over `accelerators`: in proportion to the bundle's
- * `replicas` when the bundle gives every model one (the tuned placement), else to their Zipf
- * popularity.
+ * The fleet's models with their replicas over `accelerators`: the bundle's `replicas` when the
+ * bundle gives every model one (the tuned placement; scaled in proportion when they do not sum
+ * to `accelerators`), else in proportion to their Zipf popularity.
  */
 export function fleetPlacement(
   workload: Workload,

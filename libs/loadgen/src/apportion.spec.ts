@@ -16,6 +16,16 @@ describe("apportion", () => {
     expect(apportion([5, 1], 2)).toEqual([1, 1]);
   });
 
+  it("keeps a placement of whole units that already sums to the total", () => {
+    const placement = [13, 5, 3, 3, 2, 2, 2, 2];
+    expect(apportion(placement, 32)).toEqual(placement);
+    expect(apportion(apportion(zipfWeights(8, 1), 32), 32)).toEqual(
+      apportion(zipfWeights(8, 1), 32),
+    );
+    // Whole units for another total are still split in proportion.
+    expect(apportion([2, 1, 1], 8)).toEqual([4, 2, 2]);
+  });
+
   it.each([
     [[1, 1], 1, /cannot give each/],
     [[1, 0], 4, /positive/],

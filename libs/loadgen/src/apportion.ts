@@ -1,7 +1,8 @@
 /**
  * Splits `total` whole units (accelerators) among items in proportion to `weights`
  * (popularity), at least one each, by largest remainder: how the fleet bench places a model's
- * replicas.
+ * replicas. Weights that already are whole units summing to `total` (a placement a bundle
+ * records) come back unchanged: splitting only the spare units would pull them towards equal.
  */
 export function apportion(weights: readonly number[], total: number): number[] {
   if (!Number.isInteger(total) || total < weights.length) {
@@ -9,6 +10,9 @@ export function apportion(weights: readonly number[], total: number): number[] {
   }
   if (weights.some((w) => !(w > 0) || !Number.isFinite(w))) {
     throw new RangeError("apportion: weights must be positive and finite");
+  }
+  if (weights.every(Number.isInteger) && weights.reduce((a, b) => a + b, 0) === total) {
+    return [...weights];
   }
   const spare = total - weights.length;
   const sum = weights.reduce((a, b) => a + b, 0);
