@@ -267,10 +267,15 @@ async function measure(
 
 function report(trial: TuningTrial, index: number): void {
   const p99 = trial.score.p99Ms === null ? "-" : trial.score.p99Ms.toFixed(0);
+  // A trial swept from below the best knee that misses its first step has no knee of its own.
+  const first = trials[index]?.mode.steps[0]?.offeredRps;
+  const knee =
+    trial.score.kneeRps > 0 || first === undefined
+      ? `knee ${trial.score.kneeRps.toFixed(1)} req/s, p99 ${p99} ms`
+      : `missed its first step, ${first} req/s: knee below it`;
   console.error(
     `[autotune] trial ${index}${trial.confirmation === true ? " (repeat)" : ""} ` +
-      `${JSON.stringify(trial.config)}: ` +
-      `knee ${trial.score.kneeRps.toFixed(1)} req/s, p99 ${p99} ms` +
+      `${JSON.stringify(trial.config)}: ${knee}` +
       (trial.adopted ? "  (best so far)" : ""),
   );
 }
