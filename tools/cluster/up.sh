@@ -3,7 +3,7 @@
 # annotator, the blob offloader, the model-loader, the LoRA adapter registry, one worker with
 # its sidecar, and ingress.
 # Installs and builds whatever is missing first (tools/setup/bootstrap.sh), less the Python
-# clients and llama-cpp-python, which only the tests use. Ctrl-C stops everything; if any
+# clients, llama-cpp-python and the S3 test server, which only the tests use. Ctrl-C stops everything; if any
 # process dies, the rest are stopped too and the script exits non-zero.
 #
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
@@ -14,7 +14,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${root}"
-bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python
+bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python --skip-s3-server
 # shellcheck source=../setup/env.sh
 . tools/setup/env.sh
 npx nx run proto:generate --outputStyle=static >/dev/null

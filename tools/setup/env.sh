@@ -15,6 +15,8 @@
 : "${CARGO_TARGET_DIR:=${SHOAL_HOME}/cargo-target}"
 : "${SHOAL_SIDECAR_BIN:=${CARGO_TARGET_DIR}/release/shoal-sidecar}"
 : "${SHOAL_NATS_SERVER:=${SHOAL_BIN}/nats-server}"
+# The S3-compatible server the blob store's S3 tests run (s3-server.sh).
+: "${SHOAL_S3_SERVER:=${SHOAL_BIN}/s3s-fs}"
 : "${SHOAL_MINILM_DIR:=${SHOAL_MODELS}/all-minilm-l6-v2}"
 : "${SHOAL_SMOLLM2_GGUF:=${SHOAL_MODELS}/smollm2-135m-instruct/model.gguf}"
 # llama-cpp-python's OpenAI-compatible server, installed by llama-cpp-python.sh; the openai
@@ -28,9 +30,11 @@
 # Pinned versions. Debian ships nats-server 2.9, which silently ignores per-message
 # TTL and lacks multi-filter consumers and priority groups, so we build our own.
 : "${SHOAL_NATS_SERVER_VERSION:=v2.15.3}"
+# The newest s3s-fs that builds with the Rust this machine kind has (1.95; 0.17 needs 1.96).
+: "${SHOAL_S3_SERVER_VERSION:=0.14.1}"
 # Model sources and their pins (package versions, wheel digests) live in the catalog,
 # deploy/catalog/default.json, which the worker reads too.
 
 export SHOAL_HOME SHOAL_BIN SHOAL_MODELS CARGO_TARGET_DIR \
   SHOAL_SIDECAR_BIN SHOAL_NATS_SERVER SHOAL_MINILM_DIR SHOAL_SMOLLM2_GGUF SHOAL_BUILD_JOBS SHOAL_NATS_SERVER_VERSION \
-  SHOAL_LLAMA_VENV SHOAL_LLAMA_PYTHON
+  SHOAL_LLAMA_VENV SHOAL_LLAMA_PYTHON SHOAL_S3_SERVER SHOAL_S3_SERVER_VERSION

@@ -8,16 +8,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "${here}/lib.sh"
 
-installed_version() {
-  # `nats-server --version` prints "nats-server: v2.15.3".
-  if [[ -x "${SHOAL_NATS_SERVER}" ]]; then
-    "${SHOAL_NATS_SERVER}" --version 2>/dev/null | awk '{print $NF}'
-  fi
-}
-
-if [[ "$(installed_version)" == "${SHOAL_NATS_SERVER_VERSION}" ]]; then
-  setup_cached "nats-server ${SHOAL_NATS_SERVER_VERSION} already at ${SHOAL_NATS_SERVER}"
-fi
+cached_if_version nats-server "${SHOAL_NATS_SERVER}" "${SHOAL_NATS_SERVER_VERSION}"
 
 if ! command -v go >/dev/null; then
   echo "nats-server.sh: 'go' is not on PATH; install Go (https://go.dev/doc/install, or Debian's golang-go if recent enough for nats-server ${SHOAL_NATS_SERVER_VERSION}) and rerun" >&2
@@ -37,9 +28,4 @@ GOBIN="${gobin}" CGO_ENABLED=0 go install -p "${SHOAL_BUILD_JOBS}" \
   "github.com/nats-io/nats-server/v2@${SHOAL_NATS_SERVER_VERSION}"
 mv -f "${gobin}/nats-server" "${SHOAL_NATS_SERVER}"
 
-got="$(installed_version)"
-if [[ "${got}" != "${SHOAL_NATS_SERVER_VERSION}" ]]; then
-  echo "nats-server.sh: built ${SHOAL_NATS_SERVER} but it reports '${got}', expected ${SHOAL_NATS_SERVER_VERSION}" >&2
-  exit 1
-fi
-echo "nats-server ${SHOAL_NATS_SERVER_VERSION} installed at ${SHOAL_NATS_SERVER}"
+require_version nats-server "${SHOAL_NATS_SERVER}" "${SHOAL_NATS_SERVER_VERSION}"

@@ -1,5 +1,6 @@
-import { Objm, StorageType, type ObjectStore } from "@nats-io/obj";
+import { Objm, StorageType } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { ObjectStoreBlobs } from "./object-store.js";
 import { BLOB_BUCKET } from "./protocol.js";
 
 export interface BlobBucketOptions {
@@ -14,19 +15,20 @@ export interface BlobBucketOptions {
   readonly maxAgeMs?: number;
 }
 
-/** Creates (or opens) the blob bucket. */
-export function ensureBlobBucket(
+/** Creates (or opens) the Object Store blob bucket. */
+export async function ensureBlobBucket(
   nc: NatsConnection,
   options: BlobBucketOptions = {},
-): Promise<ObjectStore> {
-  return new Objm(nc).create(BLOB_BUCKET, {
+): Promise<ObjectStoreBlobs> {
+  const bucket = await new Objm(nc).create(BLOB_BUCKET, {
     storage: StorageType.File,
     max_bytes: options.maxBytes ?? 4 * 1024 ** 3,
     ttl: (options.maxAgeMs ?? 20 * 60_000) * 1_000_000,
   });
+  return new ObjectStoreBlobs(bucket);
 }
 
-/** Opens the blob bucket without creating it (workers read from it). */
-export function openBlobBucket(nc: NatsConnection): Promise<ObjectStore> {
-  return new Objm(nc).open(BLOB_BUCKET);
+/** Opens the Object Store blob bucket without creating it (workers read from it). */
+export async function openBlobBucket(nc: NatsConnection): Promise<ObjectStoreBlobs> {
+  return new ObjectStoreBlobs(await new Objm(nc).open(BLOB_BUCKET));
 }

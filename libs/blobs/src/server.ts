@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { ObjectStore } from "@nats-io/obj";
 import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@shoal/telemetry";
 import { BlobHeaders, BlobSubjects, OFFLOADER_QUEUE } from "./protocol.js";
+import type { BlobStore } from "./store.js";
 import { Upload } from "./upload.js";
 
 export interface BlobServerOptions {
   readonly nc: NatsConnection;
-  readonly store: ObjectStore;
+  readonly store: BlobStore;
   /** Names this replica's chunk subjects. */
   readonly offloaderId: string;
   /** Largest blob accepted. @default 64 MiB */
@@ -27,7 +27,7 @@ export interface BlobServer {
 }
 
 /**
- * The offloader's side of the protocol: takes uploads (one Object Store object each) and
+ * The offloader's side of the protocol: takes uploads (one stored object each) and
  * deletes blobs on request. Any number of replicas share `open` and `remove` in a queue group;
  * an upload's chunks come to the replica that opened it.
  */
@@ -38,6 +38,9 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
   const prefix = `${BlobSubjects.chunk}.${options.offloaderId}`;
   const uploads = new Map<string, { upload: Upload; idle: NodeJS.Timeout }>();
+  // Why recent uploads failed, kept a while so that chunks the sender had already sent are
+  // told the reason rather than that the upload does not exist.
+  const failed = new Map<string, string>();
 
   const refuse = (msg: Msg, reason: string): void => {
     const hdrs = natsHeaders();
@@ -71,6 +74,13 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
       void upload.done.finally(() => {
         clearTimeout(uploads.get(id)?.idle);
         uploads.delete(id);
+        if (upload.storeError !== undefined) {
+          logger.warn({ err: upload.storeError, blob: id }, "blob store failed an upload");
+        }
+        if (upload.failure !== undefined) {
+          failed.set(id, upload.failure);
+          setTimeout(() => failed.delete(id), idleTimeoutMs).unref();
+        }
       });
       const hdrs = natsHeaders();
       hdrs.set(BlobHeaders.upload, `${prefix}.${id}`);
@@ -84,7 +94,7 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
       const id = msg.subject.slice(prefix.length + 1);
       const entry = uploads.get(id);
       if (entry === undefined) {
-        refuse(msg, "no such upload (it failed or timed out)");
+        refuse(msg, failed.get(id) ?? "no such upload (it failed or timed out)");
         return;
       }
       entry.idle.refresh();

@@ -1,8 +1,8 @@
-import type { ObjectStore } from "@nats-io/obj";
 import type { Logger } from "@shoal/telemetry";
+import type { BlobStore } from "./store.js";
 
 export interface SweeperOptions {
-  readonly store: ObjectStore;
+  readonly store: BlobStore;
   /** Blobs older than this are deleted, whoever holds them, ms. */
   readonly ttlMs: number;
   /** Time between sweeps, ms. */
@@ -16,15 +16,15 @@ export interface SweeperOptions {
  * nothing stays in the store much past the TTL.
  */
 export async function sweepExpired(
-  store: ObjectStore,
+  store: BlobStore,
   ttlMs: number,
   nowMs: number = Date.now(),
 ): Promise<string[]> {
   const swept: string[] = [];
-  for (const info of await store.list()) {
-    if (info.deleted || nowMs - Date.parse(info.mtime) <= ttlMs) continue;
-    await store.delete(info.name);
-    swept.push(info.name);
+  for (const blob of await store.list()) {
+    if (nowMs - blob.storedAtMs <= ttlMs) continue;
+    await store.delete(blob.name);
+    swept.push(blob.name);
   }
   return swept;
 }

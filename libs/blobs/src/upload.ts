@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import type { ObjectStore } from "@nats-io/obj";
 import { headers as natsHeaders, type Msg } from "@nats-io/transport-node";
 import { BlobHeaders } from "./protocol.js";
+import type { BlobStore } from "./store.js";
 
 /**
- * One upload in progress at the offloader: chunk messages feed a stream the Object Store
+ * One upload in progress at the offloader: chunk messages feed a stream the blob store
  * reads. A chunk is answered only when the store asks for the next one, so the sender waits
  * for the store instead of this process buffering what the store has not taken.
  */
@@ -18,9 +18,11 @@ export class Upload {
   #last: Msg | undefined;
   /** Settles when the upload is stored or has failed (with the client told why). */
   readonly done: Promise<void>;
+  /** Why the store failed the upload, when it was the store and not the sender. */
+  storeError: unknown;
 
   constructor(
-    store: ObjectStore,
+    store: BlobStore,
     readonly name: string,
     declaredBytes: number,
   ) {
@@ -29,7 +31,7 @@ export class Upload {
       { pull: (controller) => this.#pull(controller) },
       { highWaterMark: 0 },
     );
-    this.done = store.put({ name }, stream).then(
+    this.done = store.put(name, declaredBytes, stream).then(
       () => {
         this.#respond(this.#last, {
           [BlobHeaders.name]: name,
@@ -37,12 +39,20 @@ export class Upload {
         });
       },
       (err: unknown) => {
-        const reason = this.#failure ?? `blob store refused the upload: ${(err as Error).message}`;
+        // The store's own error names hosts and buckets: it is logged, the client told less.
+        if (this.#failure === undefined) this.storeError = err;
+        const reason = (this.#failure ??=
+          "the blob store could not take the upload; retry shortly");
         for (const msg of [...this.#waiting, this.#last])
           this.#respond(msg, { [BlobHeaders.error]: reason });
         this.#waiting.length = 0;
       },
     );
+  }
+
+  /** Why the upload failed, once it has. */
+  get failure(): string | undefined {
+    return this.#failure;
   }
 
   /** A chunk arrived; one that breaks the upload (more bytes than declared) fails it. */

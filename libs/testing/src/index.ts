@@ -3,10 +3,13 @@ export type { ProcessExit } from "./managed-process.js";
 export { MissingPrerequisiteError } from "./missing-prerequisite-error.js";
 export type { NatsRestartOptions, NatsServerHandle, NatsServerOptions } from "./nats-server.js";
 export { startNatsServer } from "./nats-server.js";
+export type { S3ServerHandle } from "./s3-server.js";
+export { startS3Server } from "./s3-server.js";
 export {
   minilmDir,
   natsServerBinary,
   repoRoot,
+  s3ServerBinary,
   shoalHome,
   sidecarBinary,
   smollm2Dir,

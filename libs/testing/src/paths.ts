@@ -34,6 +34,12 @@ export function natsServerBinary(): string {
   return executable("nats-server binary", path, "SHOAL_NATS_SERVER");
 }
 
+/** The S3-compatible test server: `SHOAL_S3_SERVER`, else `$SHOAL_HOME/bin/s3s-fs`. */
+export function s3ServerBinary(): string {
+  const path = env("SHOAL_S3_SERVER") ?? join(shoalHomePath(), "bin", "s3s-fs");
+  return executable("s3s-fs binary (tools/setup/s3-server.sh)", path, "SHOAL_S3_SERVER");
+}
+
 /**
  * The sidecar release binary: `SHOAL_SIDECAR_BIN`, else `$CARGO_TARGET_DIR/release/shoal-sidecar`,
  * else `$SHOAL_HOME/cargo-target/release/shoal-sidecar`.

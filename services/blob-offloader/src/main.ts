@@ -1,3 +1,4 @@
+import { blobStoreFromEnv } from "@shoal/blobs";
 import {
   bootService,
   envInt,
@@ -13,6 +14,7 @@ const booted = bootService("blob-offloader", env);
 try {
   const offloader = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    store: blobStoreFromEnv(env),
     offloaderId: envOptional(env, "SHOAL_OFFLOADER_ID"),
     maxBlobBytes: envInt(env, "SHOAL_BLOB_MAX_BYTES"),
     storeMaxBytes: envInt(env, "SHOAL_BLOB_STORE_MAX_BYTES"),

@@ -1,15 +1,20 @@
 import { randomUUID } from "node:crypto";
-import { ensureBlobBucket, serveBlobs, startSweeper } from "@shoal/blobs";
+import { ensureBlobStore, serveBlobs, startSweeper, type BlobStoreSettings } from "@shoal/blobs";
 import { connectNats, drainOrClose } from "@shoal/jetstream";
 import type { Logger } from "@shoal/telemetry";
 
 export interface BlobOffloaderOptions {
   readonly natsServers: string | readonly string[];
+  /** Where blobs are kept; workers must be given the same. @default the JetStream Object Store */
+  readonly store?: BlobStoreSettings;
   /** Names this replica's upload subjects. @default a random id */
   readonly offloaderId?: string;
   /** Largest blob accepted, bytes. @default 64 MiB */
   readonly maxBlobBytes?: number;
-  /** Bound on all stored blobs together, bytes; set when the bucket is created. @default 4 GiB */
+  /**
+   * Bound on all stored blobs together, bytes; set when the Object Store bucket is created (an
+   * S3 bucket's bounds are its own). @default 4 GiB
+   */
   readonly storeMaxBytes?: number;
   /**
    * Age past which a blob is deleted even though no one asked, ms. Longer than any request's
@@ -28,17 +33,19 @@ export interface RunningBlobOffloader {
 }
 
 /**
- * Stores inputs too large for the work queue in the JetStream Object Store while their request
- * waits, deletes them when ingress says the request is answered, and sweeps those older than
+ * Stores inputs too large for the work queue in the blob store while their request waits, deletes them when ingress says the request is answered, and sweeps those older than
  * the TTL, so the store never keeps a blob nobody will ask for.
  */
 export async function run(options: BlobOffloaderOptions): Promise<RunningBlobOffloader> {
   const { logger } = options;
   const ttlMs = options.ttlMs ?? 10 * 60_000;
   const nc = await connectNats(options.natsServers, "shoal-blob-offloader");
-  const store = await ensureBlobBucket(nc, {
-    maxBytes: options.storeMaxBytes,
-    maxAgeMs: 2 * ttlMs,
+  const store = await ensureBlobStore(nc, options.store ?? { backend: "nats" }, {
+    bucket: { maxBytes: options.storeMaxBytes, maxAgeMs: 2 * ttlMs },
+    logger,
+  }).catch(async (err: unknown) => {
+    await drainOrClose(nc);
+    throw err;
   });
   const server = serveBlobs({
     nc,
@@ -55,11 +62,12 @@ export async function run(options: BlobOffloaderOptions): Promise<RunningBlobOff
     logger,
   });
   await nc.flush();
-  logger.info({ ttl_ms: ttlMs }, "blob offloader serving");
+  logger.info({ ttl_ms: ttlMs, store: store.description }, "blob offloader serving");
   return {
     async stop() {
       await server.stop();
       await sweeper.stop();
+      store.close();
       await drainOrClose(nc);
     },
   };

@@ -1,41 +1,47 @@
 import { randomBytes } from "node:crypto";
-import type { ObjectStore } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { BlobUploader, ensureBlobBucket, fetchBlob } from "@shoal/blobs";
+import {
+  BlobRefusedError,
+  BlobUploader,
+  ensureBlobStore,
+  fetchBlob,
+  type BlobStore,
+  type BlobStoreSettings,
+} from "@shoal/blobs";
 import { createLogger } from "@shoal/telemetry";
-import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
+import {
+  startNatsServer,
+  startS3Server,
+  type NatsServerHandle,
+  type S3ServerHandle,
+} from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { run, type RunningBlobOffloader } from "../src/run.js";
 
 let nats: NatsServerHandle;
+let s3: S3ServerHandle;
 let nc: NatsConnection;
-let store: ObjectStore;
-let offloader: RunningBlobOffloader;
 let uploader: BlobUploader;
+const logger = createLogger({ service: "blob-offloader", level: "silent" });
 
 beforeAll(async () => {
-  nats = await startNatsServer();
-  offloader = await run({
-    natsServers: nats.url,
-    ttlMs: 1_000,
-    sweepIntervalMs: 100,
-    logger: createLogger({ service: "blob-offloader", level: "silent" }),
-  });
+  [nats, s3] = await Promise.all([startNatsServer(), startS3Server()]);
+  await s3.createBucket("offloaded");
   nc = await connect({ servers: nats.url });
-  store = await ensureBlobBucket(nc);
   uploader = new BlobUploader({ nc });
 });
 
 afterAll(async () => {
-  await offloader.stop();
   await nc.close();
-  await nats.stop();
+  await Promise.all([nats.stop(), s3.stop()]);
 });
 
-async function stored(name: string): Promise<boolean> {
-  const info = await store.info(name);
-  return info !== null && !info.deleted;
-}
+const s3Settings = (bucket: string): Extract<BlobStoreSettings, { backend: "s3" }> => ({
+  backend: "s3",
+  bucket,
+  endpoint: s3.endpoint,
+  credentials: s3.credentials,
+});
 
 async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;
@@ -45,7 +51,34 @@ async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Pr
   }
 }
 
-describe("the blob offloader service", () => {
+describe.each([
+  ["the JetStream Object Store", (): BlobStoreSettings => ({ backend: "nats" })],
+  ["an S3 bucket", () => s3Settings("offloaded")],
+])("the blob offloader service, keeping blobs in %s", (_name, settings) => {
+  let offloader: RunningBlobOffloader;
+  let store: BlobStore;
+
+  beforeAll(async () => {
+    offloader = await run({
+      natsServers: nats.url,
+      store: settings(),
+      // Above a second: S3 stores modification times in whole seconds.
+      ttlMs: 1_500,
+      sweepIntervalMs: 100,
+      logger,
+    });
+    store = await ensureBlobStore(nc, settings());
+  });
+
+  afterAll(async () => {
+    await offloader.stop();
+    store.close();
+  });
+
+  async function stored(name: string): Promise<boolean> {
+    return (await store.list()).some((b) => b.name === name);
+  }
+
   it("stores an upload, serves it, and deletes it when asked", async () => {
     const bytes = randomBytes(3 * 1024 * 1024);
     const info = await uploader.put(bytes);
@@ -59,6 +92,56 @@ describe("the blob offloader service", () => {
     const storedAt = Date.now();
     expect(await stored(info.name)).toBe(true);
     await eventually(async () => !(await stored(info.name)));
-    expect(Date.now() - storedAt).toBeGreaterThanOrEqual(800);
+    expect(Date.now() - storedAt).toBeGreaterThanOrEqual(500);
+  });
+});
+
+describe("an S3 bucket the offloader cannot use", () => {
+  it("stops the start with the bucket named and why", async () => {
+    await expect(
+      run({ natsServers: nats.url, store: s3Settings("no-such-bucket"), logger }),
+    ).rejects.toThrow(/S3 bucket no-such-bucket is not usable: no such bucket/);
+    await expect(
+      run({
+        natsServers: nats.url,
+        store: {
+          ...s3Settings("offloaded"),
+          credentials: { ...s3.credentials, secretAccessKey: "x" },
+        },
+        logger,
+      }),
+    ).rejects.toThrow(/access denied/);
+  });
+});
+
+describe("an S3 store that goes away while the offloader runs", () => {
+  it("refuses uploads with a message that names no host, and keeps serving", async () => {
+    const doomed = await startS3Server();
+    await doomed.createBucket("short-lived");
+    const offloader = await run({
+      natsServers: nats.url,
+      offloaderId: "doomed",
+      store: {
+        backend: "s3",
+        bucket: "short-lived",
+        endpoint: doomed.endpoint,
+        credentials: doomed.credentials,
+      },
+      sweepIntervalMs: 100,
+      logger,
+    });
+    try {
+      await doomed.stop();
+      const uploads = new BlobUploader({ nc, timeoutMs: 10_000 });
+      for (const size of [10, 3 * 1024 * 1024]) {
+        const err = await uploads.put(randomBytes(size)).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(BlobRefusedError);
+        expect((err as Error).message).toBe(
+          "the blob store could not take the upload; retry shortly",
+        );
+      }
+    } finally {
+      await offloader.stop();
+    }
   });
 });

@@ -1,6 +1,5 @@
-import type { ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { BlobMissingError, fetchBlob, openBlobBucket } from "@shoal/blobs";
+import { BlobMissingError, fetchBlob, type BlobStore } from "@shoal/blobs";
 import { ErrorCode } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
 import { publishAnswer } from "./answers.js";
@@ -8,6 +7,8 @@ import type { PulledItem } from "./pulled-item.js";
 
 export interface BlobInputsOptions {
   readonly nc: NatsConnection;
+  /** Opens the store the offloader keeps blobs in; called on first use and after a failed open. */
+  readonly openBlobs: () => Promise<BlobStore>;
   readonly workerId: string;
   readonly logger: Logger;
 }
@@ -22,7 +23,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  */
 export class BlobInputs {
   readonly #o: BlobInputsOptions;
-  #store: Promise<ObjectStore> | undefined;
+  #store: Promise<BlobStore> | undefined;
 
   constructor(options: BlobInputsOptions) {
     this.#o = options;
@@ -67,7 +68,6 @@ export class BlobInputs {
           });
           gone.push(p);
         } else {
-          this.#store = undefined;
           this.#o.logger.warn({ err, request_id: p.item.requestId }, "blob fetch failed; put back");
           p.msg.nak(200);
         }
@@ -80,8 +80,20 @@ export class BlobInputs {
     return ready;
   }
 
-  #open(): Promise<ObjectStore> {
-    this.#store ??= openBlobBucket(this.#o.nc);
+  /** Releases the store's connections (an S3 client's sockets); after the last batch. */
+  async close(): Promise<void> {
+    const store = await this.#store?.catch(() => undefined);
+    store?.close();
+    this.#store = undefined;
+  }
+
+  // The Object Store bucket does not exist until the offloader first starts, so an open that
+  // failed is tried again with the next offloaded item.
+  #open(): Promise<BlobStore> {
+    this.#store ??= this.#o.openBlobs().catch((err: unknown) => {
+      this.#store = undefined;
+      throw err;
+    });
     return this.#store;
   }
 }

@@ -1,3 +1,4 @@
+import { blobStoreFromEnv } from "@shoal/blobs";
 import { adaptersDir, ConfigError } from "@shoal/config";
 import {
   bootService,
@@ -58,6 +59,7 @@ try {
     modelSources: { env },
     adaptersDir: adaptersDir(env),
     maxAdaptersPerModel: envInt(env, "SHOAL_MAX_ADAPTERS_PER_MODEL"),
+    blobStore: blobStoreFromEnv(env),
     residency: residencyFromEnv(),
     generation: {
       maxSequences: envInt(env, "SHOAL_MAX_SEQUENCES"),

@@ -13,6 +13,7 @@ import {
   type LatencyTarget,
   type LatencyTerms,
 } from "@shoal/batching";
+import type { BlobStore } from "@shoal/blobs";
 import type { ModelEntry } from "@shoal/config";
 import { pull, type WorkMessage } from "@shoal/jetstream";
 import { create } from "@bufbuild/protobuf";
@@ -76,6 +77,8 @@ export interface ModelPullerOptions {
   readonly localQueue?: LocalHandOff;
   /** Longest a batch may run before the sidecar is deemed stalled. */
   readonly batchTimeoutMs: number;
+  /** Opens the blob store offloaded inputs are read from. */
+  readonly openBlobs: () => Promise<BlobStore>;
   /** Called when a batch timed out: the sidecar is replaced. */
   readonly onStall: (reason: string) => void;
   readonly workerId: string;
@@ -166,6 +169,7 @@ export class ModelPuller {
   async stop(): Promise<void> {
     this.#stopping = true;
     await this.#loop;
+    await this.#blobs.close();
   }
 
   /**

@@ -6,6 +6,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Tracer } from "@opentelemetry/api";
 import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
 import { AdapterNotFoundError, AdapterStore } from "@shoal/adapters";
+import { openBlobStore, type BlobStoreSettings } from "@shoal/blobs";
 import { adaptersDir, type Catalog, type ModelEntry } from "@shoal/config";
 import {
   DEFAULT_ACK_WAIT_MS,
@@ -98,6 +99,11 @@ export interface WorkerOptions {
   readonly adaptersDir?: string;
   /** LoRA adapters kept loaded per model on the sidecar. @default 16 */
   readonly maxAdaptersPerModel?: number;
+  /**
+   * Where the blob offloader keeps large inputs; the same store the offloader is given.
+   * @default the JetStream Object Store
+   */
+  readonly blobStore?: BlobStoreSettings;
   /**
    * Set when a model-loader manages this worker's node (docs/model-loader.md): the worker then
    * loads nothing by itself, takes `load`/`unload` on its control subject, pulls only the
@@ -207,6 +213,8 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const maxDeliver = options.maxDeliver ?? 10;
   const routedStream =
     options.workSource === "routed" ? await ensureRoutedStream(jsm, options.stream) : undefined;
+  const blobStore = options.blobStore ?? { backend: "nats" };
+  const openBlobs = () => openBlobStore(nc, blobStore, logger);
   const makePuller = async (model: ModelEntry): Promise<ModelPuller | GenerationPuller> => {
     const consumer =
       routedStream === undefined
@@ -243,6 +251,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       maxDeliver,
       progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
       batchTimeoutMs,
+      openBlobs,
       localQueue:
         localQueue === undefined
           ? undefined
