@@ -48,6 +48,7 @@ import {
 import { writeCharts } from "./charts.js";
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
 import { sender } from "./targets/index.js";
+import { parseOrExit } from "./cli.js";
 
 const DEFAULT_EDGES = [16, 32, 64, 128, 256, 512];
 
@@ -94,23 +95,27 @@ const GPU_MINILM: readonly TuningParameter[] = [
   { name: "batchesInFlight", candidates: [1, 2] },
 ];
 
-const { values } = parseArgs({
-  options: {
-    scenario: { type: "string" },
-    bundle: { type: "string" },
-    profile: { type: "string" },
-    out: { type: "string" },
-    rates: { type: "string" },
-    params: { type: "string" },
-    workload: { type: "string" },
-    device: { type: "string", default: "cpu" },
-    ingresses: { type: "string", default: "1" },
-  },
-});
 const usage =
   "usage: npm run autotune -- --scenario minilm|fleet --bundle <file> --out <dir> " +
   "[--profile name] [--rates a,b,...] [--params a,b] [--workload <file>] [--device cpu|cuda:N] " +
   "[--ingresses N]";
+const { values } = parseOrExit(
+  () =>
+    parseArgs({
+      options: {
+        scenario: { type: "string" },
+        bundle: { type: "string" },
+        profile: { type: "string" },
+        out: { type: "string" },
+        rates: { type: "string" },
+        params: { type: "string" },
+        workload: { type: "string" },
+        device: { type: "string", default: "cpu" },
+        ingresses: { type: "string", default: "1" },
+      },
+    }),
+  usage,
+);
 const scenario = TUNABLE.find((s) => s === values.scenario);
 if (scenario === undefined || values.bundle === undefined || values.out === undefined) {
   console.error(usage);

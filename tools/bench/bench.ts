@@ -50,31 +50,36 @@ import {
 } from "./scenarios.js";
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
 import { sender, TARGETS } from "./targets/index.js";
+import { parseOrExit } from "./cli.js";
 
-const { values } = parseArgs({
-  options: {
-    scenario: { type: "string" },
-    workload: { type: "string" },
-    steps: { type: "string" },
-    compare: { type: "string" },
-    policies: { type: "string", default: ROUTING_POLICIES.join(",") },
-    "refresh-ms": { type: "string", default: "1,10,100" },
-    accelerators: { type: "string", default: String(FLEET_ACCELERATORS) },
-    bundle: { type: "string" },
-    target: { type: "string", default: "rest" },
-    device: { type: "string", default: "cpu" },
-    ingresses: { type: "string", default: "1" },
-    // 4k padded tokens is the budget at which the raw bench measured this CPU's best.
-    "raw-budget": { type: "string", default: "4096" },
-    "raw-in-flight": { type: "string", default: "1" },
-    out: { type: "string" },
-  },
-});
 const usage =
   "usage: npm run bench -- --scenario minilm|fleet|smollm2 --out <dir> [--compare router] " +
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
   "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N]";
+const { values } = parseOrExit(
+  () =>
+    parseArgs({
+      options: {
+        scenario: { type: "string" },
+        workload: { type: "string" },
+        steps: { type: "string" },
+        compare: { type: "string" },
+        policies: { type: "string", default: ROUTING_POLICIES.join(",") },
+        "refresh-ms": { type: "string", default: "1,10,100" },
+        accelerators: { type: "string", default: String(FLEET_ACCELERATORS) },
+        bundle: { type: "string" },
+        target: { type: "string", default: "rest" },
+        device: { type: "string", default: "cpu" },
+        ingresses: { type: "string", default: "1" },
+        // 4k padded tokens is the budget at which the raw bench measured this CPU's best.
+        "raw-budget": { type: "string", default: "4096" },
+        "raw-in-flight": { type: "string", default: "1" },
+        out: { type: "string" },
+      },
+    }),
+  usage,
+);
 const scenario = SCENARIOS.find((s) => s === values.scenario);
 if (scenario === undefined || values.out === undefined) {
   console.error(usage);
