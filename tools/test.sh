@@ -18,6 +18,17 @@ echo "[test] format"
 npx prettier --check . --log-level warn
 echo "[test] TypeScript: lint, typecheck, test"
 npx nx run-many -t lint typecheck test --outputStyle=stream --skipNxCache 2>&1 | tee -a "${log}"
+echo "[test] Go (the bench's load generator): gofmt, vet, test"
+(
+  cd tools/openloop
+  unformatted="$(gofmt -l .)"
+  if [[ -n "${unformatted}" ]]; then
+    echo "gofmt: not formatted: ${unformatted}" >&2
+    exit 1
+  fi
+  go vet ./...
+  go test -count=1 -v ./... | grep -E '^(--- |ok|FAIL)'
+) 2>&1 | tee -a "${log}"
 echo "[test] Rust: fmt, clippy, test"
 (
   cd sidecar-rs
@@ -30,4 +41,5 @@ echo "[test] Rust: fmt, clippy, test"
 sed 's/\x1b\[[0-9;]*m//g' "${log}" | awk '
   /Tests +[0-9]+ passed/ && !/Test Files/ { for (i = 1; i <= NF; i++) if ($i == "passed") ts += $(i - 1) }
   /test result: / { rs += $4; rf += $6 }
-  END { printf "[test] TypeScript %d passed; Rust %d passed, %d failed\n%d passed, %d failed\n", ts, rs, rf, ts + rs, rf }'
+  /^--- PASS/ { gs++ }
+  END { printf "[test] TypeScript %d passed; Go %d passed; Rust %d passed, %d failed\n%d passed, %d failed\n", ts, gs, rs, rf, ts + gs + rs, rf }'

@@ -20,6 +20,11 @@
  *   small embedding requests. `--compare router` adds the top-down router on the same workers
  *   for every policy (`--policies`) and view refresh interval (`--refresh-ms`), and reports
  *   `pull_over_router`: pull's knee over the best router configuration's.
+ * - `overhead`: what Shoal's own request path costs (tools/bench/overhead): every process of
+ *   the quickstart's path with a simulated model whose batches cost nothing, single-input
+ *   embeddings from the compiled open-loop generator over `--protocols rest,grpc,msgpack`;
+ *   reports each protocol's knee and CPU µs per request of every process (`--rates 100,200,…`
+ *   replaces the default steps, `--step-seconds` their length).
  *
  * `--workload` replaces the scenario's workload file and `--steps N` keeps only its first N
  * rates (a quick look); each sweep stops two steps past its knee. `--bundle <file>` runs the
@@ -51,12 +56,15 @@ import {
 import { stepJson, sweep, type ModeResult } from "./sweep.js";
 import { sender, TARGETS } from "./targets/index.js";
 import { parseOrExit } from "./cli.js";
+import { benchOverhead, OVERHEAD_DEFAULTS } from "./overhead/overhead.js";
+import { PROTOCOLS } from "./overhead/bodies.js";
 
 const usage =
-  "usage: npm run bench -- --scenario minilm|fleet|smollm2 --out <dir> [--compare router] " +
+  "usage: npm run bench -- --scenario minilm|fleet|smollm2|overhead --out <dir> [--compare router] " +
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
-  "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N]";
+  "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
+  "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N]";
 const { values } = parseOrExit(
   () =>
     parseArgs({
@@ -76,10 +84,38 @@ const { values } = parseOrExit(
         "raw-budget": { type: "string", default: "4096" },
         "raw-in-flight": { type: "string", default: "1" },
         out: { type: "string" },
+        protocols: { type: "string", default: PROTOCOLS.join(",") },
+        rates: { type: "string" },
+        "step-seconds": { type: "string", default: String(OVERHEAD_DEFAULTS.stepSeconds) },
       },
     }),
   usage,
 );
+if (values.scenario === "overhead" && values.out !== undefined) {
+  const protocols = values.protocols.split(",").map((name) => {
+    const protocol = PROTOCOLS.find((p) => p === name);
+    if (protocol === undefined) {
+      console.error(`unknown protocol ${name}; protocols: ${PROTOCOLS.join(", ")}\n${usage}`);
+      process.exit(2);
+    }
+    return protocol;
+  });
+  const rates = values.rates?.split(",").map(Number) ?? OVERHEAD_DEFAULTS.rates;
+  const stepSeconds = Number(values["step-seconds"]);
+  if (rates.some((r) => !(r > 0)) || !(stepSeconds > 0)) {
+    console.error(`--rates and --step-seconds take positive numbers\n${usage}`);
+    process.exit(2);
+  }
+  await mkdir(values.out, { recursive: true });
+  await benchOverhead({
+    ...OVERHEAD_DEFAULTS,
+    out: values.out,
+    protocols,
+    rates: [...rates].sort((a, b) => a - b),
+    stepSeconds,
+  });
+  process.exit(0);
+}
 const scenario = SCENARIOS.find((s) => s === values.scenario);
 if (scenario === undefined || values.out === undefined) {
   console.error(usage);

@@ -1,0 +1,51 @@
+/**
+ * CPU time of processes, read from `/proc/<pid>/stat` (user + system, children excluded), so a
+ * bench can charge each cluster process its share of a load step.
+ */
+import { readFile, readdir } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+
+/** Clock ticks per second of `/proc` times (`getconf CLK_TCK`, 100 on Linux x86). */
+const TICKS_PER_S = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
+
+interface Stat {
+  readonly ppid: number;
+  readonly comm: string;
+  /** utime + stime, µs. */
+  readonly cpuUs: number;
+}
+
+async function stat(pid: number): Promise<Stat> {
+  const text = await readFile(`/proc/${pid}/stat`, "utf8");
+  // The command name is in parentheses and may itself hold spaces or parentheses.
+  const close = text.lastIndexOf(")");
+  const comm = text.slice(text.indexOf("(") + 1, close);
+  const fields = text.slice(close + 2).split(" ");
+  // After the name: state(0) ppid(1) … utime(11) stime(12).
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return { ppid: Number(fields[1]), comm, cpuUs: (ticks * 1e6) / TICKS_PER_S };
+}
+
+/** CPU µs so far of each named process. */
+export async function cpuUs(
+  pids: Readonly<Record<string, number>>,
+): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) out[name] = (await stat(pid)).cpuUs;
+  return out;
+}
+
+/** The pid of `parent`'s child whose command name starts with `comm`. */
+export async function childPid(parent: number, comm: string): Promise<number> {
+  for (const entry of await readdir("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const s = await stat(pid);
+      if (s.ppid === parent && s.comm.startsWith(comm.slice(0, 15))) return pid;
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  throw new Error(`no child process "${comm}" of pid ${parent}`);
+}
