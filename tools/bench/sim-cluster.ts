@@ -8,12 +8,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
 import { Annotator } from "@shoal/annotation";
 import { Gateway } from "@shoal/gateway";
-import { ensureWorkStream } from "@shoal/jetstream";
+import { ensureWorkStream, StreamPublisher } from "@shoal/jetstream";
 import { SidecarClient } from "@shoal/sidecar-client";
 import { createLogger } from "@shoal/telemetry";
 import {
@@ -84,7 +84,7 @@ export async function startSimCluster(options: SimClusterOptions): Promise<SimCl
     maxPending: 100_000,
     annotator: new Annotator({
       catalog,
-      js: jetstream(nc),
+      publisher: new StreamPublisher(nc),
       logger,
       tracer: trace.getTracer("bench"),
     }),

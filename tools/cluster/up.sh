@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Starts the single-machine Shoal cluster in the foreground: nats-server (JetStream), the
-# annotator, the blob offloader, the model-loader, the LoRA adapter registry, one worker with
-# its sidecar, and ingress.
+# Starts the single-machine Shoal cluster in the foreground: nats-server (JetStream), the blob
+# offloader, the model-loader, the LoRA adapter registry, one worker with its sidecar, and
+# ingress (which annotates and queues requests itself).
 # Installs and builds whatever is missing first (tools/setup/bootstrap.sh), less the Python
 # clients, llama-cpp-python and the S3 test server, which only the tests use. Ctrl-C stops everything; if any
 # process dies, the rest are stopped too and the script exits non-zero.
@@ -75,7 +75,6 @@ wait_for() { # what seconds command...
 
 start nats-server "${SHOAL_NATS_SERVER}" -js -sd "${run_dir}/nats" -a 127.0.0.1 -p "${nats_port}"
 wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
-start annotator node --import tsx services/annotator/src/main.ts
 start blob-offloader node --import tsx services/blob-offloader/src/main.ts
 start model-loader node --import tsx services/model-loader/src/main.ts
 start lora-registry node --import tsx services/lora-registry/src/main.ts

@@ -1,6 +1,5 @@
 import { clone, create } from "@bufbuild/protobuf";
 import { GenerateTaskSchema, SamplingParamsSchema, type GenerateTask } from "@shoal/proto";
-import type { TokenCounter } from "./token-counter.js";
 
 /** What the sidecar generates when the request sets no `max_tokens` (docs/sidecar-protocol.md). */
 export const SIDECAR_DEFAULT_MAX_TOKENS = 256;
@@ -20,12 +19,15 @@ export interface GenerateCost {
 }
 
 /**
- * Cost of a generation: prompt tokens (counted with the model's tokenizer when it has a
- * `tokenizer.json`, estimated otherwise, e.g. for a GGUF whose tokenizer lives inside the
- * weights) plus `max_tokens`, for each of the `n` sequences. The output length is unknown
+ * Cost of a generation: prompt tokens (estimated from the prompt's shape; the sidecar counts
+ * exactly and refuses a prompt over the context) plus `max_tokens`, for each of the `n`
+ * sequences. The output length is unknown
  * until it ends, so the bound is what a worker plans its capacity with.
  */
-export function generateCost(task: GenerateTask, counter: TokenCounter): GenerateCost {
+export function generateCost(
+  task: GenerateTask,
+  counter: { count(text: string): number },
+): GenerateCost {
   const input = task.input;
   const promptTokens =
     input.case === "chat"

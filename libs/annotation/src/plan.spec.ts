@@ -31,6 +31,16 @@ describe("planParts", () => {
     ).toEqual(parts);
   });
 
+  it("closes a part before its inputs' bytes pass the bound, and lets one big input stand alone", () => {
+    const plan = planParts([3, 3, 3, 3, 3], { ...limits, maxBytes: 100 }, [40, 40, 40, 500, 10]);
+    expect(plan.parts.map((p) => [p.firstInput, p.inputs])).toEqual([
+      [0, 2],
+      [2, 1],
+      [3, 1],
+      [4, 1],
+    ]);
+  });
+
   it("reports inputs over the model's limit", () => {
     expect(planParts([3, 257, 256, 1000], limits).overLength).toEqual([1, 3]);
   });

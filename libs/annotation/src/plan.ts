@@ -6,6 +6,12 @@ export interface PartLimits {
   readonly maxPaddedTokens: number;
   /** Upper bound on inputs per part. */
   readonly maxInputs: number;
+  /**
+   * Upper bound on the bytes of a part's inputs, so that every queued item fits a NATS
+   * message whatever the texts' token counts (an input alone may exceed it: the caller keeps
+   * such inputs out of the queue). @default no bound
+   */
+  readonly maxBytes?: number;
 }
 
 export interface PlannedPart {
@@ -25,33 +31,45 @@ export interface Plan {
 }
 
 /**
- * Cuts consecutive inputs into parts that each fit one batch. Order is kept so the ingress can
- * reassemble answers by offset; a part closes when adding the next input would push its padded
- * cost or input count over the limits.
+ * Cuts consecutive inputs into parts that each fit one batch and one NATS message. Order is
+ * kept so the ingress can reassemble answers by offset; a part closes when adding the next
+ * input would push its padded cost, input count or bytes over the limits.
  */
-export function planParts(tokenCounts: readonly number[], limits: PartLimits): Plan {
+export function planParts(
+  tokenCounts: readonly number[],
+  limits: PartLimits,
+  byteSizes?: readonly number[],
+): Plan {
+  const maxBytes = limits.maxBytes ?? Number.POSITIVE_INFINITY;
   const parts: PlannedPart[] = [];
   const overLength: number[] = [];
   let first = 0;
   let count = 0;
   let longest = 0;
   let sum = 0;
+  let bytes = 0;
   let total = 0;
   tokenCounts.forEach((raw, index) => {
     if (raw > limits.maxInputTokens) overLength.push(index);
     const tokens = Math.min(raw, limits.maxInputTokens);
+    const size = byteSizes?.[index] ?? 0;
     total += tokens;
     const padded = (count + 1) * Math.max(longest, tokens);
-    if (count > 0 && (padded > limits.maxPaddedTokens || count + 1 > limits.maxInputs)) {
+    if (
+      count > 0 &&
+      (padded > limits.maxPaddedTokens || count + 1 > limits.maxInputs || bytes + size > maxBytes)
+    ) {
       parts.push({ firstInput: first, inputs: count, maxInputTokens: longest, totalTokens: sum });
       first = index;
       count = 0;
       longest = 0;
       sum = 0;
+      bytes = 0;
     }
     count++;
     longest = Math.max(longest, tokens);
     sum += tokens;
+    bytes += size;
   });
   if (count > 0) {
     parts.push({ firstInput: first, inputs: count, maxInputTokens: longest, totalTokens: sum });

@@ -1,5 +1,5 @@
 import type { TokenIds } from "@shoal/proto";
-import type { TokenCounter } from "./token-counter.js";
+import type { Tokenizer } from "./tokenizer.js";
 
 /**
  * Turns token-id inputs into the texts the sidecar takes, after checking every id against the
@@ -7,20 +7,19 @@ import type { TokenCounter } from "./token-counter.js";
  */
 export function decodeTokenInputs(
   inputs: readonly TokenIds[],
-  counter: TokenCounter,
+  tokenizer: Tokenizer | undefined,
   modelId: string,
 ): { texts: string[] } | { error: string } {
-  const { decode, vocabSize } = counter;
-  if (decode === undefined || vocabSize === undefined) {
+  if (tokenizer === undefined) {
     return { error: `model "${modelId}" has no tokenizer here to read token ids; send text` };
   }
   for (const [index, { ids }] of inputs.entries()) {
-    const bad = ids.findIndex((id) => id >= vocabSize);
+    const bad = ids.findIndex((id) => id >= tokenizer.vocabSize);
     if (bad >= 0) {
       return {
-        error: `input ${index}: token id ${ids[bad]} at ${bad} is outside the vocabulary of model "${modelId}" (${vocabSize} ids)`,
+        error: `input ${index}: token id ${ids[bad]} at ${bad} is outside the vocabulary of model "${modelId}" (${tokenizer.vocabSize} ids)`,
       };
     }
   }
-  return { texts: inputs.map(({ ids }) => decode(ids)) };
+  return { texts: inputs.map(({ ids }) => tokenizer.decode(ids)) };
 }

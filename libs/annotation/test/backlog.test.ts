@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ROOT_CONTEXT, trace } from "@opentelemetry/api";
-import { ensureModelConsumer, ensureWorkStream, pull } from "@shoal/jetstream";
+import { ensureModelConsumer, ensureWorkStream, pull, StreamPublisher } from "@shoal/jetstream";
 import { ErrorCode, WorkRequestSchema } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
 import { minilmCatalog, startNatsServer, type NatsServerHandle } from "@shoal/testing";
@@ -30,7 +30,7 @@ beforeAll(async () => {
   await backlog.start();
   annotator = new Annotator({
     catalog,
-    js: jetstream(nc),
+    publisher: new StreamPublisher(nc),
     logger,
     tracer: trace.getTracer("t"),
     backlog,

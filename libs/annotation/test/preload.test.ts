@@ -1,7 +1,7 @@
-import { jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
 import { compileCatalog } from "@shoal/config";
+import { StreamPublisher } from "@shoal/jetstream";
 import { createLogger } from "@shoal/telemetry";
 import { minilmDir, smollm2Dir, startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -37,7 +37,7 @@ it("preloads the tokenizers of the models whose files are here, and only those",
         entry("a", minilmDir()),
         entry("b", minilmDir()),
         entry("not-fetched", "/nonexistent/shoal-model"),
-        // A GGUF model's tokenizer is inside its weights; the annotator estimates for it.
+        // A GGUF model's tokenizer is inside its weights, and token-id inputs are for encoders.
         entry("gguf", smollm2Dir(), { family: "generator", weights: "gguf", dimensions: 0 }),
       ],
     },
@@ -45,7 +45,7 @@ it("preloads the tokenizers of the models whose files are here, and only those",
   );
   const annotator = new Annotator({
     catalog,
-    js: jetstream(nc),
+    publisher: new StreamPublisher(nc),
     logger: createLogger({ service: "test", level: "silent" }),
     tracer: trace.getTracer("t"),
   });

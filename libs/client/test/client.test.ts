@@ -34,7 +34,7 @@ async function startIngress(
 ): Promise<{ svc: ServiceHandle; url: string }> {
   const port = await freePort();
   const svc = await startService("ingress", {
-    env: { ...env, SHOAL_PORT: String(port), SHOAL_ANNOTATOR: "inprocess" },
+    env: { ...env, SHOAL_PORT: String(port) },
     readyMessage: "ingress listening",
   });
   return { svc, url: `http://127.0.0.1:${port}` };

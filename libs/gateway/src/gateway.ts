@@ -85,8 +85,8 @@ export interface EmbedOutcome {
 }
 
 /**
- * The ingress side of the pipeline: validates a request, hands it to the annotator (which
- * queues it), holds it until every part is answered on this process's reply subject, and
+ * The ingress side of the pipeline: validates a request, annotates and queues it (in this
+ * process), holds it until every part is answered on this process's reply subject, and
  * reassembles the answer. Waiting is a promise per request, so no request blocks another.
  */
 export class Gateway {
@@ -137,8 +137,8 @@ export class Gateway {
     const started = performance.now();
     const tokenInputs = call.tokenInputs ?? [];
     const offload = this.#options.offload;
-    // Anything too large for the queue, or for the annotator to tokenize, goes to the blob
-    // store, so no input size between the two limits is refused while larger ones pass.
+    // Anything too large for the queue goes to the blob store, so no input size between the
+    // two limits is refused while larger ones pass.
     const oversized = call.inputs.map(
       (text) =>
         offload !== undefined &&
@@ -202,6 +202,15 @@ export class Gateway {
     await this.#queue(request, held, ctx);
     const annotated = performance.now();
     const assembled = await held.answer;
+    const tokens = assembled.parts.flatMap((p) => p.tokens);
+    const truncated = assembled.parts.flatMap((p) => p.truncated);
+    if (tokenInputs.length === 0) {
+      // The sidecar's exact counts calibrate the estimate the next requests are queued by.
+      const estimate = this.#options.annotator.estimate(model.id);
+      for (const [i, text] of call.inputs.entries()) {
+        if (!offloaded.has(i)) estimate.observe(text, tokens[i] ?? 0, truncated[i] === true);
+      }
+    }
     const dim = assembled.parts[0]?.dim ?? model.dimensions;
     const slowest = (
       pick: (t: NonNullable<(typeof assembled.timings)[number]>) => number,
@@ -211,8 +220,8 @@ export class Gateway {
       model,
       dim,
       embeddings: concat(assembled.parts.map((p) => p.embeddings)),
-      tokens: assembled.parts.flatMap((p) => p.tokens),
-      truncated: assembled.parts.flatMap((p) => p.truncated),
+      tokens,
+      truncated,
       timings: {
         annotateUs: Math.round((annotated - started) * 1000),
         queueUs: slowest((t) => t.queueUs),
@@ -255,8 +264,8 @@ export class Gateway {
   }
 
   /**
-   * Hands the request to the annotator. Failures end the held request, so the caller's one
-   * await on the answer sees every outcome.
+   * Annotates and queues the request. Failures end the held request, so the caller's one await
+   * on the answer sees every outcome.
    */
   async #queue(request: WorkRequest, held: Held, ctx: Context): Promise<void> {
     try {

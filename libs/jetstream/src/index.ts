@@ -3,8 +3,6 @@
  * primitive workers build their batches from.
  */
 export {
-  ANNOTATE_SUBJECT,
-  ANNOTATOR_QUEUE,
   DEAD_PREFIX,
   ROUTED_PREFIX,
   WORK_PREFIX,
@@ -37,6 +35,13 @@ export type {
 } from "./topology.js";
 export { connectNats, drainOrClose } from "./connection.js";
 export { pull } from "./pull.js";
+export {
+  NoStreamError,
+  PublishRefusedError,
+  PublishTimeoutError,
+  StreamPublisher,
+} from "./stream-publisher.js";
+export type { PubAck, StreamPublisherOptions } from "./stream-publisher.js";
 export type { PullRequest } from "./pull.js";
 export { WorkMessage, parseAckSubject } from "./work-message.js";
 export type { WorkMessageParts } from "./work-message.js";

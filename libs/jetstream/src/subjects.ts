@@ -4,16 +4,13 @@
  *
  *   shoal.work.v1.<model-key>.b<bucket>   JetStream, stream SHOAL_WORK
  *   shoal.reply.v1.<ingress-id>           core NATS, one subscription per ingress process
- *   shoal.annotate.v1                     core NATS request/reply, queue group "annotator"
  *   shoal.dead.v1.<model-key>             JetStream, stream SHOAL_DEAD: items workers gave up on
  *   shoal.routed.v1.<worker>.<model-key>.b<bucket>
  *                                         JetStream, stream SHOAL_ROUTED: only in the bench's
  *                                         top-down router mode, one worker's private queue
  */
 export const WORK_PREFIX = "shoal.work.v1";
-export const ANNOTATE_SUBJECT = "shoal.annotate.v1";
 export const DEAD_PREFIX = "shoal.dead.v1";
-export const ANNOTATOR_QUEUE = "annotator";
 export const ROUTED_PREFIX = "shoal.routed.v1";
 
 const TOKEN = /^[A-Za-z0-9_-]+$/;

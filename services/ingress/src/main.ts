@@ -13,16 +13,13 @@ const env = process.env;
 const booted = bootService("ingress", env);
 try {
   const catalog = await catalogFromEnv(env);
-  const mode = envString(env, "SHOAL_ANNOTATOR", "remote");
-  if (mode !== "remote" && mode !== "inprocess") {
-    throw new Error(`SHOAL_ANNOTATOR must be remote or inprocess, got "${mode}"`);
-  }
   const ingress = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
     catalog,
     port: envInt(env, "SHOAL_PORT"),
     host: envOptional(env, "SHOAL_HOST"),
-    annotator: mode,
+    partMaxPaddedTokens: envInt(env, "SHOAL_PART_MAX_PADDED_TOKENS"),
+    partMaxInputs: envInt(env, "SHOAL_PART_MAX_INPUTS"),
     maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),
     offloadThresholdBytes: envInt(env, "SHOAL_OFFLOAD_THRESHOLD_BYTES"),
     defaultTimeoutMs: envInt(env, "SHOAL_DEFAULT_TIMEOUT_MS"),

@@ -1,7 +1,7 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { Tracer } from "@opentelemetry/api";
-import { Annotator, Backlog, RemoteAnnotator, type Annotate } from "@shoal/annotation";
+import { Annotator, Backlog } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
 import { AdapterStore } from "@shoal/adapters";
 import { Gateway, PublishedAdapters, StreamGateway } from "@shoal/gateway";
@@ -10,6 +10,7 @@ import {
   type WorkStreamOptions,
   connectNats,
   drainOrClose,
+  StreamPublisher,
 } from "@shoal/jetstream";
 import { Health, InferenceService } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
@@ -22,6 +23,15 @@ import { listenDual } from "./listen.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
 import { ResidencyView } from "@shoal/residency";
 
+/**
+ * Room in a NATS message for a work item's fields, headers and protobuf framing beside its
+ * inputs' text; an input larger than the message less this is offloaded.
+ */
+const ITEM_ENVELOPE_BYTES = 64 * 1024;
+
+/** Bytes of input one queued part carries at most: a quarter of NATS's default payload. */
+const DEFAULT_PART_MAX_BYTES = 256 * 1024;
+
 export interface IngressOptions {
   readonly natsServers: string | readonly string[];
   readonly catalog: Catalog;
@@ -29,25 +39,25 @@ export interface IngressOptions {
   readonly port?: number;
   /** @default "127.0.0.1" */
   readonly host?: string;
-  /**
-   * `remote` sends each request to the annotator service over NATS; `inprocess` annotates in
-   * this process, which saves a hop on a single node. @default "remote"
-   */
-  readonly annotator?: "remote" | "inprocess";
   /** Largest request body read, in bytes; larger ones get 413 before they are buffered. @default 8 MiB */
   readonly maxBodyBytes?: number;
   /**
    * Inputs larger than this many UTF-8 bytes go to the blob offloader instead of the queue;
-   * with no offloader running such requests get 503. @default 1 MiB
+   * with no offloader running such requests get 503. Lowered to what fits one NATS message
+   * (the server's `max_payload` less 64 KiB) when set above it. @default 1 MiB
    */
   readonly offloadThresholdBytes?: number;
   /** Deadline of requests whose client sets none, ms. @default 30000 */
   readonly defaultTimeoutMs?: number;
   /** Requests held at once before new ones get 429. @default 10000 */
   readonly maxPending?: number;
-  /** With `annotator: "inprocess"`: items queued per model before 429. @default 50000 */
+  /** Most padded tokens (`inputs × longest`) one queued part carries. @default 8192 */
+  readonly partMaxPaddedTokens?: number;
+  /** Most inputs one queued part carries. @default 64 */
+  readonly partMaxInputs?: number;
+  /** Items queued per model before 429. @default 50000 */
   readonly maxQueuedPerModel?: number;
-  /** Only used with `annotator: "inprocess"`, which creates the stream itself. */
+  /** The work stream's limits, when this ingress is the first to create it. */
   readonly stream?: WorkStreamOptions;
   /** Time open connections get to finish on shutdown, ms. @default 10000 */
   readonly shutdownGraceMs?: number;
@@ -69,25 +79,37 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   followNatsStatus(nc, status, logger).catch((err: unknown) => {
     logger.error({ err }, "following the NATS connection status failed");
   });
-  let annotator: Annotate;
-  let backlog: Backlog | undefined;
-  if (options.annotator === "inprocess") {
-    const jsm = await jetstreamManager(nc);
-    const stream = await ensureWorkStream(jsm, options.stream);
-    backlog = new Backlog({
-      jsm,
-      stream,
-      catalog,
-      maxQueuedPerModel: options.maxQueuedPerModel,
-      logger,
-    });
-    await backlog.start();
-    const inProcess = new Annotator({ catalog, js: jetstream(nc), logger, tracer, backlog });
-    logger.info({ tokenizers: await inProcess.preloadTokenizers() }, "tokenizers loaded");
-    annotator = inProcess;
-  } else {
-    annotator = new RemoteAnnotator({ nc });
-  }
+  const jsm = await jetstreamManager(nc);
+  const stream = await ensureWorkStream(jsm, options.stream);
+  const backlog = new Backlog({
+    jsm,
+    stream,
+    catalog,
+    maxQueuedPerModel: options.maxQueuedPerModel,
+    logger,
+  });
+  await backlog.start();
+  // Requests are annotated and queued here, in the process that holds them: no hop to
+  // another service and back before anything is queued.
+  const publisher = new StreamPublisher(nc);
+  // Every work item must fit one NATS message: inputs too big to share one go to the blob
+  // store, and parts are cut by bytes below that.
+  const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+  const offloadThresholdBytes = Math.min(
+    options.offloadThresholdBytes ?? 1024 * 1024,
+    maxPayload - ITEM_ENVELOPE_BYTES,
+  );
+  const annotator = new Annotator({
+    catalog,
+    publisher,
+    logger,
+    tracer,
+    backlog,
+    partMaxPaddedTokens: options.partMaxPaddedTokens,
+    partMaxInputs: options.partMaxInputs,
+    partMaxBytes: Math.min(DEFAULT_PART_MAX_BYTES, offloadThresholdBytes),
+  });
+  logger.info({ tokenizers: await annotator.preloadTokenizers() }, "tokenizers loaded");
   const residency = await ResidencyView.start(nc, logger);
   // The LoRA adapters the registry has published: generation requests may name them.
   const adapters = await PublishedAdapters.follow(await AdapterStore.open(nc, { logger }), logger);
@@ -98,7 +120,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     logger,
     defaultTimeoutMs: options.defaultTimeoutMs,
     maxPending: options.maxPending,
-    offload: blobOffload(nc, options.offloadThresholdBytes ?? 1024 * 1024, tracer),
+    offload: blobOffload(nc, offloadThresholdBytes, tracer),
     residency,
   });
   const streams = await StreamGateway.start({
@@ -135,7 +157,6 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   logger.info(
     {
       port: server.port,
-      annotator: options.annotator ?? "remote",
       bundle: options.catalog.bundle?.path ?? "none",
     },
     "ingress listening",
@@ -152,7 +173,8 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       streams.close();
       await adapters.stop();
       residency.stop();
-      backlog?.stop();
+      backlog.stop();
+      publisher.close();
       await drainOrClose(nc);
     },
   };

@@ -33,7 +33,6 @@ beforeAll(async () => {
     natsServers: cluster.nats.url,
     catalog: compileCatalog(marked, { modelsDir: modelsDir(process.env) }),
     port: 0,
-    annotator: "inprocess",
     logger: createLogger({ service: "ingress", level: "warn" }),
     tracer: trace.getTracer("test"),
   });

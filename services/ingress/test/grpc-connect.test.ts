@@ -14,8 +14,7 @@ import { grpcError, inferenceStub, unary } from "./support/grpc-js.js";
 let cluster: TestCluster;
 
 beforeAll(async () => {
-  // The annotator runs as its own service here, so this file covers the remote hop.
-  cluster = await startCluster({ annotator: "remote" });
+  cluster = await startCluster();
 });
 
 afterAll(async () => {

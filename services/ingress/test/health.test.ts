@@ -32,7 +32,6 @@ function startIngress(): Promise<RunningIngress> {
     natsServers: nats.url,
     catalog: defaultCatalog(),
     port: 0,
-    annotator: "remote",
     logger: createLogger({ service: "ingress", level: "error" }),
     tracer: trace.getTracer("test"),
   });

@@ -166,12 +166,6 @@ describe("bad input never reaches a worker", () => {
       message: /dimensions/,
     },
     {
-      name: "too long with truncate: false",
-      body: { model: MINILM, input: [long], truncate: false },
-      status: 400,
-      message: /input 0 is longer than the model's 256 tokens/,
-    },
-    {
       name: "malformed JSON",
       body: '{"model": "x", input: ]',
       status: 400,
@@ -194,6 +188,15 @@ describe("bad input never reaches a worker", () => {
     expect(error.message).not.toContain("\n");
     await spy.flush();
     expect(published).toBe(before);
+  });
+
+  it("refuses an input too long for truncate: false, counted exactly where it is tokenized", async () => {
+    // Ingress only estimates tokens; the worker decides from the sidecar's count, so the item
+    // is queued, and the answer names the input by its place in the request.
+    const res = await embeddings({ model: MINILM, input: ["short", long], truncate: false });
+    expect(res.status).toBe(400);
+    const error = ((await res.json()) as { error: { message: string } }).error;
+    expect(error.message).toMatch(/input 1 is longer than the model's 256 tokens/);
   });
 
   it("truncates by default and reports it per item", async () => {
@@ -237,7 +240,6 @@ describe("limits", () => {
       natsServers: cluster.nats.url,
       catalog: defaultCatalog(),
       port: 0,
-      annotator: "inprocess",
       maxPending: 0,
       logger: createLogger({ service: "ingress", level: "silent" }),
       tracer: trace.getTracer("test"),

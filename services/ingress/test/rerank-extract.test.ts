@@ -16,9 +16,9 @@ import {
 } from "./support/grpc-js.js";
 import { runPytest } from "./support/pytest.js";
 
-// Rerank, classify and extract through the whole cluster (ingress → annotator → JetStream →
-// worker → real sidecar) with the tiny generated models, checked against the transformers
-// reference outputs of tools/reference/make_tiny_models.py.
+// Rerank, classify and extract through the whole cluster (ingress, which annotates in process,
+// → JetStream → worker → real sidecar) with the tiny generated models, checked against the
+// transformers reference outputs of tools/reference/make_tiny_models.py.
 
 const FIXTURES = join(repoRoot(), "tools", "reference", "fixtures");
 const fixture = (name: string): unknown =>

@@ -15,11 +15,7 @@ beforeAll(async () => {
     OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
   };
   tracing = startTracing({ serviceName: "shoal-ingress", env: otlp });
-  cluster = await startCluster({
-    annotator: "remote",
-    env: { ...otlp, LOG_LEVEL: "debug" },
-    tracing,
-  });
+  cluster = await startCluster({ env: { ...otlp, LOG_LEVEL: "debug" }, tracing });
 });
 
 afterAll(async () => {
@@ -28,7 +24,7 @@ afterAll(async () => {
   await collector.close();
 });
 
-it("records one trace across ingress, annotator, queue, worker and sidecar", async () => {
+it("records one trace across ingress (annotating in process), queue, worker and sidecar", async () => {
   const traceId = randomBytes(16).toString("hex");
   const clientSpan = randomBytes(8).toString("hex");
   const res = await fetch(`${cluster.baseUrl}/v1/embeddings`, {
@@ -40,7 +36,7 @@ it("records one trace across ingress, annotator, queue, worker and sidecar", asy
 
   const expected = [
     "shoal-ingress/ingress.embeddings",
-    "shoal-annotator/annotate",
+    "shoal-ingress/annotate",
     "shoal-worker/queue.wait",
     "shoal-worker/worker.batch",
     "shoal-sidecar/sidecar.embed",

@@ -1,10 +1,10 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { jetstream } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
 import { Annotator } from "@shoal/annotation";
+import { StreamPublisher } from "@shoal/jetstream";
 import { compileCatalog, type Catalog } from "@shoal/config";
 import { Gateway, StreamGateway } from "@shoal/gateway";
 import type { EnsureModelOptions } from "@shoal/model-sources";
@@ -92,7 +92,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
   });
   const annotator = new Annotator({
     catalog,
-    js: jetstream(nc),
+    publisher: new StreamPublisher(nc),
     logger,
     tracer: trace.getTracer("t"),
   });

@@ -5,36 +5,15 @@ import type { LatencyObservation } from "@shoal/batching";
 import type { ModelEntry } from "@shoal/config";
 import {
   ClassifyResultSchema,
-  ErrorCode,
   ExtractResultSchema,
   ScoreResultSchema,
   TimingsSchema,
-  type WorkItem,
 } from "@shoal/proto";
 import { toFloat32Array, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf } from "@shoal/telemetry";
+import { overLengthAnswer } from "./over-length.js";
 import { publishAnswer, type AnswerOutcome } from "./answers.js";
 import type { PulledItem } from "./pulled-item.js";
-
-/** The texts a work item carries for the sidecar, whatever its kind; undefined for none. */
-export function taskTexts(
-  item: WorkItem,
-): { texts: string[]; query?: string; truncate: boolean } | undefined {
-  switch (item.task.case) {
-    case "embed":
-    case "classify":
-    case "extract":
-      return { texts: item.task.value.inputs, truncate: item.task.value.truncate };
-    case "score":
-      return {
-        texts: item.task.value.documents,
-        query: item.task.value.query,
-        truncate: item.task.value.truncate,
-      };
-    default:
-      return undefined;
-  }
-}
 
 export interface HeadBatchContext {
   readonly nc: NatsConnection;
@@ -111,12 +90,9 @@ export async function runHeadBatch(
   let row = 0;
   for (const { p, ctx } of items) {
     const n = p.inputs;
-    if (!p.truncate && truncated.slice(row, row + n).some(Boolean)) {
-      publishAnswer(hc.nc, hc.workerId, p.item, ctx, {
-        case: "error",
-        code: ErrorCode.INVALID_ARGUMENT,
-        message: `an input is longer than the model's ${hc.model.maxInputTokens} tokens and truncate is false`,
-      });
+    const refused = overLengthAnswer(p, truncated.slice(row, row + n), hc.model);
+    if (refused !== undefined) {
+      publishAnswer(hc.nc, hc.workerId, p.item, ctx, refused);
     } else {
       publishAnswer(
         hc.nc,

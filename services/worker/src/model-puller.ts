@@ -28,6 +28,7 @@ import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
 import type { LocalHandOff } from "./local-hand-off.js";
 import { decodePulled, type PulledItem } from "./pulled-item.js";
+import { overLengthAnswer } from "./over-length.js";
 
 export interface ModelPullerOptions {
   readonly nc: NatsConnection;
@@ -462,12 +463,9 @@ export class ModelPuller {
         const n = p.inputs;
         const truncated = result.truncated.slice(row, row + n);
         const ctx = trace.setSpan(span.parent, span.span);
-        if (!p.truncate && truncated.some(Boolean)) {
-          publishAnswer(nc, workerId, p.item, ctx, {
-            case: "error",
-            code: ErrorCode.INVALID_ARGUMENT,
-            message: `an input is longer than the model's ${model.maxInputTokens} tokens and truncate is false`,
-          });
+        const refused = overLengthAnswer(p, truncated, model);
+        if (refused !== undefined) {
+          publishAnswer(nc, workerId, p.item, ctx, refused);
         } else {
           publishAnswer(
             nc,

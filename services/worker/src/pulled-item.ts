@@ -4,7 +4,6 @@ import type { BatchCandidate } from "@shoal/batching";
 import type { WorkMessage } from "@shoal/jetstream";
 import { WorkItemSchema, type WorkItem } from "@shoal/proto";
 import { extractContext, natsHeaderCarrier, wallClockUs } from "@shoal/telemetry";
-import { taskTexts } from "./head-batch.js";
 
 /** One pulled work item, decoded, with what batch formation and tracing need. */
 export interface PulledItem extends BatchCandidate {
@@ -49,4 +48,24 @@ export function decodePulled(msg: WorkMessage): PulledItem | undefined {
     deadlineUnixMs: Number(item.deadlineUnixMs),
     arrival: arrivals++,
   };
+}
+
+/** The texts a work item carries for the sidecar, whatever its kind; undefined for none. */
+export function taskTexts(
+  item: WorkItem,
+): { texts: string[]; query?: string; truncate: boolean } | undefined {
+  switch (item.task.case) {
+    case "embed":
+    case "classify":
+    case "extract":
+      return { texts: item.task.value.inputs, truncate: item.task.value.truncate };
+    case "score":
+      return {
+        texts: item.task.value.documents,
+        query: item.task.value.query,
+        truncate: item.task.value.truncate,
+      };
+    default:
+      return undefined;
+  }
 }

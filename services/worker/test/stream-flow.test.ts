@@ -1,11 +1,11 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { context, trace } from "@opentelemetry/api";
 import { Annotator } from "@shoal/annotation";
 import { compileCatalog } from "@shoal/config";
 import { StreamGateway, type GenerationEvent, type GenerationStream } from "@shoal/gateway";
-import { ensureModelConsumer, ensureWorkStream, pull } from "@shoal/jetstream";
+import { ensureModelConsumer, ensureWorkStream, pull, StreamPublisher } from "@shoal/jetstream";
 import { FinishReason, WorkItemSchema, type WorkItem } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
 import { startNatsServer, tempDir, type NatsServerHandle } from "@shoal/testing";
@@ -52,7 +52,7 @@ beforeAll(async () => {
   const tracer = trace.getTracer("test");
   gateway = await StreamGateway.start({
     nc,
-    annotator: new Annotator({ catalog, js: jetstream(nc), logger, tracer }),
+    annotator: new Annotator({ catalog, publisher: new StreamPublisher(nc), logger, tracer }),
     catalog,
     logger,
     window: WINDOW,

@@ -1,9 +1,9 @@
-import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
 import { Annotator } from "@shoal/annotation";
 import { Gateway } from "@shoal/gateway";
-import { ensureWorkStream } from "@shoal/jetstream";
+import { ensureWorkStream, StreamPublisher } from "@shoal/jetstream";
 import { createLogger } from "@shoal/telemetry";
 import {
   defaultCatalog,
@@ -51,7 +51,7 @@ export async function startPipeline(options: PipelineOptions = {}): Promise<Pipe
     maxPending: options.maxPending,
     annotator: new Annotator({
       catalog,
-      js: jetstream(nc),
+      publisher: new StreamPublisher(nc),
       logger,
       tracer: trace.getTracer("test"),
     }),

@@ -1,6 +1,5 @@
 /**
- * The real cluster on this machine for the bench: nats-server, the ingress service (annotating
- * in process) on a free port, and one worker service whose sidecar computes with Candle, each
+ * The real cluster on this machine for the bench: nats-server, the ingress service on a free port, and one worker service whose sidecar computes with Candle, each
  * its own process as `npm start` runs them. The bench reaches it over REST like any client.
  * Ingress is stateless, so a faster accelerator is fed by more ingress processes on one queue
  * (`ingresses`), as a deployment would scale it. Services log at info: their readiness lines
@@ -68,7 +67,6 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Har
             NATS_URL: nats.url,
             SHOAL_PORT: String(port),
             SHOAL_HOST: "127.0.0.1",
-            SHOAL_ANNOTATOR: "inprocess",
             LOG_LEVEL: "info",
             ...bundleEnv,
           },

@@ -126,7 +126,6 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
           SHOAL_CATALOG: catalogPath,
           SHOAL_PORT: String(port),
           SHOAL_HOST: "127.0.0.1",
-          SHOAL_ANNOTATOR: "inprocess",
           SHOAL_MAX_PENDING: "100000",
           LOG_LEVEL: "info",
           ...bundleEnv,

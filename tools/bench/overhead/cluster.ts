@@ -1,6 +1,6 @@
 /**
  * The cluster the overhead bench measures: every process of the quickstart's request path, as
- * `npm start` runs it (nats-server, annotator, ingress, one worker and its sidecar), with one
+ * `npm start` runs it (nats-server, ingress, one worker and its sidecar), with one
  * simulated model whose batches cost nothing, so all the CPU a request takes is Shoal's own.
  */
 import { writeFile } from "node:fs/promises";
@@ -65,11 +65,6 @@ export async function startOverheadCluster(
   };
   const port = await freePort();
   try {
-    const annotator = await startService("annotator", {
-      env: common,
-      readyMessage: "annotator serving",
-    });
-    services.push(annotator);
     const worker = await startService("worker", {
       env: {
         ...common,
@@ -95,7 +90,6 @@ export async function startOverheadCluster(
       baseUrl: `http://127.0.0.1:${port}`,
       pids: {
         ingress: ingress.pid,
-        annotator: annotator.pid,
         "nats-server": nats.pid,
         worker: worker.pid,
         sidecar: await childPid(worker.pid, "shoal-sidecar"),

@@ -15,16 +15,13 @@ export const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
 export interface TestCluster {
   readonly nats: NatsServerHandle;
   readonly worker: ServiceHandle;
-  readonly annotator: ServiceHandle | undefined;
   readonly ingress: RunningIngress;
   readonly baseUrl: string;
   stop(): Promise<void>;
 }
 
 export interface TestClusterOptions {
-  /** `remote` also starts the annotator service as a process. @default "inprocess" */
-  readonly annotator?: "inprocess" | "remote";
-  /** Environment for the worker and annotator processes (OTLP settings, ack wait…). */
+  /** Environment for the worker process (OTLP settings, ack wait…). */
   readonly env?: Readonly<Record<string, string>>;
   readonly tracing?: Tracing;
   readonly maxBodyBytes?: number;
@@ -32,8 +29,8 @@ export interface TestClusterOptions {
 
 /**
  * A real single-node cluster: nats-server, the worker service as its own process (with its
- * sidecar and the real MiniLM weights), optionally the annotator service, and ingress in this
- * process so tests can look at its state.
+ * sidecar and the real MiniLM weights), and ingress in this process so tests can look at its
+ * state.
  */
 export async function startCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
   const nats = await startNatsServer();
@@ -44,15 +41,10 @@ export async function startCluster(options: TestClusterOptions = {}): Promise<Te
     ...options.env,
   };
   const worker = await startService("worker", { env, readyMessage: "worker pulling" });
-  const annotator =
-    options.annotator === "remote"
-      ? await startService("annotator", { env, readyMessage: "annotator serving" })
-      : undefined;
   const ingress = await run({
     natsServers: nats.url,
     catalog: defaultCatalog(),
     port: 0,
-    annotator: options.annotator ?? "inprocess",
     maxBodyBytes: options.maxBodyBytes,
     logger: createLogger({ service: "ingress", level: "warn" }),
     tracer: options.tracing?.tracer ?? trace.getTracer("test"),
@@ -60,12 +52,10 @@ export async function startCluster(options: TestClusterOptions = {}): Promise<Te
   return {
     nats,
     worker,
-    annotator,
     ingress,
     baseUrl: `http://127.0.0.1:${ingress.port}`,
     async stop() {
       await ingress.stop();
-      await annotator?.stop();
       await worker.stop();
       await nats.stop();
     },

@@ -67,7 +67,6 @@ export async function startGenerationCluster(
     natsServers: nats.url,
     catalog,
     port: 0,
-    annotator: "inprocess",
     logger: createLogger({ service: "ingress", level: "warn" }),
     tracer: trace.getTracer("test"),
   });

@@ -1,3 +1,0 @@
-/** The annotator service, startable in process (tests) through `run`. */
-export { run } from "./run.js";
-export type { AnnotatorServiceOptions, RunningAnnotator } from "./run.js";
