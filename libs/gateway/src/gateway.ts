@@ -5,7 +5,7 @@ import type { Context } from "@opentelemetry/api";
 import {
   Priority,
   WorkRequestSchema,
-  WorkResultSchema,
+  WorkResultsSchema,
   type WorkRequest,
   type WorkResult,
 } from "@shoal/proto";
@@ -291,20 +291,24 @@ export class Gateway {
     await Promise.resolve();
   }
 
+  /** A worker's answers for this ingress from one batch (`WorkResults`), settled in turn. */
   #onReply(data: Uint8Array): void {
-    let result: WorkResult;
+    let results: readonly WorkResult[];
     try {
-      result = fromBinary(WorkResultSchema, data);
+      results = fromBinary(WorkResultsSchema, data).results;
     } catch (err) {
-      this.#options.logger.warn({ err }, "malformed work result dropped");
+      this.#options.logger.warn({ err }, "malformed work results dropped");
       return;
     }
-    this.#pending.settle(result, (r): RequestError | undefined => {
-      if (r.outcome.case === "error") return fromWorkError(r.outcome.value);
-      if (r.outcome.case === undefined) return new InternalError("worker sent an empty result");
-      return undefined;
-    });
+    for (const result of results) this.#pending.settle(result, resultError);
   }
+}
+
+/** The error a worker's result carries, if it is one. */
+function resultError(r: WorkResult): RequestError | undefined {
+  if (r.outcome.case === "error") return fromWorkError(r.outcome.value);
+  if (r.outcome.case === undefined) return new InternalError("worker sent an empty result");
+  return undefined;
 }
 
 /** Stores every oversized input; if one fails, those already stored are removed again. */

@@ -10,7 +10,7 @@ import {
   routedSubject,
   type WorkMessage,
 } from "@shoal/jetstream";
-import { WorkResultSchema } from "@shoal/proto";
+import { WorkResultsSchema } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
 import { Chooser, type RoutingPolicy } from "./policy.js";
 import { WorkerView } from "./worker-view.js";
@@ -98,15 +98,17 @@ export class Router {
   }
 
   #countAnswer(data: Uint8Array): void {
-    let worker: string;
+    let results: readonly { readonly workerId: string }[];
     try {
-      worker = fromBinary(WorkResultSchema, data).workerId;
+      results = fromBinary(WorkResultsSchema, data).results;
     } catch {
       return;
     }
-    const n = (this.#completed.get(worker) ?? 0) + 1;
-    this.#completed.set(worker, n);
-    this.#view.report(worker, n);
+    for (const { workerId } of results) {
+      const n = (this.#completed.get(workerId) ?? 0) + 1;
+      this.#completed.set(workerId, n);
+      this.#view.report(workerId, n);
+    }
   }
 
   async #run(): Promise<void> {

@@ -8,7 +8,7 @@ import {
   pull,
   workSubject,
 } from "@shoal/jetstream";
-import { WorkResultSchema } from "@shoal/proto";
+import { WorkResultsSchema } from "@shoal/proto";
 import type { RoutingPolicy } from "@shoal/router";
 import { createLogger } from "@shoal/telemetry";
 import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
@@ -74,10 +74,21 @@ async function take(worker: string, ms = 1500): Promise<Uint8Array[]> {
   return got;
 }
 
-/** The answers `worker` would send for `n` items, as the router sees them on reply subjects. */
+/**
+ * The answers `worker` would send for `n` items, as the router sees them on reply subjects:
+ * some in one message, as a batch's answers travel, and the rest one a message.
+ */
 function answer(worker: string, n: number): void {
-  const result = toBinary(WorkResultSchema, create(WorkResultSchema, { workerId: worker }));
-  for (let i = 0; i < n; i++) nc.publish("shoal.reply.v1.test-ingress", result);
+  const batched = Math.floor(n / 2);
+  const results = (k: number) =>
+    toBinary(
+      WorkResultsSchema,
+      create(WorkResultsSchema, {
+        results: Array.from({ length: k }, () => ({ workerId: worker })),
+      }),
+    );
+  if (batched > 0) nc.publish("shoal.reply.v1.test-ingress", results(batched));
+  for (let i = batched; i < n; i++) nc.publish("shoal.reply.v1.test-ingress", results(1));
 }
 
 async function until(check: () => boolean, ms = 5000): Promise<void> {

@@ -1,9 +1,7 @@
-import { create, toBinary } from "@bufbuild/protobuf";
-import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import type { Context } from "@opentelemetry/api";
-import { Headers } from "@shoal/jetstream";
+import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  WorkResultSchema,
+  WorkResultsSchema,
   type ErrorCode,
   type ClassifyResult,
   type EmbedResult,
@@ -11,8 +9,8 @@ import {
   type ScoreResult,
   type Timings,
   type WorkItem,
+  type WorkResultSchema,
 } from "@shoal/proto";
-import { injectContext, natsHeaderCarrier } from "@shoal/telemetry";
 
 /** A part's answer: its result (embeddings, scores, labels, entities) or an error. */
 export type AnswerOutcome =
@@ -22,31 +20,41 @@ export type AnswerOutcome =
   | { case: "extract"; value: ExtractResult }
   | { case: "error"; code: ErrorCode; message: string };
 
+/** One part's answer, for the ingress that holds its request. */
+export interface Answer {
+  readonly item: WorkItem;
+  readonly outcome: AnswerOutcome;
+  readonly timings?: Timings | undefined;
+}
+
 /**
- * Publishes a part's answer to the ingress holding its request. Core NATS publish is
- * fire-and-forget; callers flush the connection before acking, so an ack always follows an
- * answer that reached the server.
+ * Publishes answers, one message per ingress (`WorkResults` on its reply subject) however many
+ * of its requests they answer: a batch of many small requests costs one NATS message per
+ * ingress rather than one per request. Core NATS publish is fire-and-forget; callers flush the
+ * connection before acking, so an ack always follows an answer that reached the server.
  */
-export function publishAnswer(
+export function publishAnswers(
   nc: NatsConnection,
   workerId: string,
-  item: WorkItem,
-  ctx: Context,
-  outcome: AnswerOutcome,
-  timings?: Timings,
+  answers: readonly Answer[],
 ): void {
-  const result = create(WorkResultSchema, {
-    requestId: item.requestId,
-    part: item.part,
-    workerId,
-    timings,
-    outcome:
-      outcome.case === "error"
-        ? { case: "error", value: { code: outcome.code, message: outcome.message } }
-        : outcome,
-  });
-  const hdrs = natsHeaders();
-  hdrs.set(Headers.requestId, item.requestId);
-  injectContext(ctx, natsHeaderCarrier(hdrs));
-  nc.publish(item.replySubject, toBinary(WorkResultSchema, result), { headers: hdrs });
+  const bySubject = new Map<string, MessageInitShape<typeof WorkResultSchema>[]>();
+  for (const { item, outcome, timings } of answers) {
+    const result: MessageInitShape<typeof WorkResultSchema> = {
+      requestId: item.requestId,
+      part: item.part,
+      workerId,
+      timings,
+      outcome:
+        outcome.case === "error"
+          ? { case: "error", value: { code: outcome.code, message: outcome.message } }
+          : outcome,
+    };
+    const results = bySubject.get(item.replySubject);
+    if (results === undefined) bySubject.set(item.replySubject, [result]);
+    else results.push(result);
+  }
+  for (const [subject, results] of bySubject) {
+    nc.publish(subject, toBinary(WorkResultsSchema, create(WorkResultsSchema, { results })));
+  }
 }

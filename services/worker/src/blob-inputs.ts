@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { BlobMissingError, fetchBlob, type BlobStore } from "@shoal/blobs";
 import { ErrorCode } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
-import { publishAnswer } from "./answers.js";
+import { publishAnswers } from "./answers.js";
 import type { PulledItem } from "./pulled-item.js";
 
 export interface BlobInputsOptions {
@@ -61,11 +61,6 @@ export class BlobInputs {
             { err, request_id: p.item.requestId, part: p.item.part },
             "offloaded input unusable; answering with an error",
           );
-          publishAnswer(this.#o.nc, this.#o.workerId, p.item, p.parent, {
-            case: "error",
-            code: ErrorCode.UNAVAILABLE,
-            message: "an offloaded input is no longer available; send the request again",
-          });
           gone.push(p);
         } else {
           this.#o.logger.warn({ err, request_id: p.item.requestId }, "blob fetch failed; put back");
@@ -74,6 +69,18 @@ export class BlobInputs {
       }
     }
     if (gone.length > 0) {
+      publishAnswers(
+        this.#o.nc,
+        this.#o.workerId,
+        gone.map((p) => ({
+          item: p.item,
+          outcome: {
+            case: "error",
+            code: ErrorCode.UNAVAILABLE,
+            message: "an offloaded input is no longer available; send the request again",
+          },
+        })),
+      );
       await this.#o.nc.flush();
       for (const p of gone) p.msg.ack();
     }

@@ -3,16 +3,12 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Context } from "@opentelemetry/api";
 import type { LatencyObservation } from "@shoal/batching";
 import type { ModelEntry } from "@shoal/config";
-import {
-  ClassifyResultSchema,
-  ExtractResultSchema,
-  ScoreResultSchema,
-  TimingsSchema,
-} from "@shoal/proto";
+import { ClassifyResultSchema, ExtractResultSchema, ScoreResultSchema } from "@shoal/proto";
 import { toFloat32Array, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf } from "@shoal/telemetry";
 import { overLengthAnswer } from "./over-length.js";
-import { publishAnswer, type AnswerOutcome } from "./answers.js";
+import { publishAnswers, type Answer, type AnswerOutcome } from "./answers.js";
+import { itemTimings } from "./timings.js";
 import type { PulledItem } from "./pulled-item.js";
 
 export interface HeadBatchContext {
@@ -87,38 +83,19 @@ export async function runHeadBatch(
       }),
     });
   }
+  const times = { startedUs, computeUs, batchItems: texts.length, batchTokens };
   let row = 0;
-  for (const { p, ctx } of items) {
+  const answers: Answer[] = items.map(({ p }) => {
     const n = p.inputs;
     const refused = overLengthAnswer(p, truncated.slice(row, row + n), hc.model);
-    if (refused !== undefined) {
-      publishAnswer(hc.nc, hc.workerId, p.item, ctx, refused);
-    } else {
-      publishAnswer(
-        hc.nc,
-        hc.workerId,
-        p.item,
-        ctx,
-        answer(row, n),
-        create(TimingsSchema, {
-          queueUs:
-            p.item.enqueuedUnixUs > 0n ? uint32(p.pulledAtUs - Number(p.item.enqueuedUnixUs)) : 0,
-          batchUs: uint32(startedUs - p.pulledAtUs),
-          computeUs,
-          batchItems: texts.length,
-          batchTokens,
-        }),
-      );
-    }
+    const outcome = refused ?? answer(row, n);
     row += n;
-  }
+    return { item: p.item, outcome, timings: refused ? undefined : itemTimings(p, times) };
+  });
+  publishAnswers(hc.nc, hc.workerId, answers);
   return {
     sequences: texts.length,
     paddedTokens: texts.length * Math.max(1, ...tokens),
     micros: computeUs,
   };
-}
-
-function uint32(micros: number): number {
-  return Math.min(0xffff_ffff, Math.max(0, Math.round(micros)));
 }

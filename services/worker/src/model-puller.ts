@@ -17,10 +17,10 @@ import type { BlobStore } from "@shoal/blobs";
 import type { ModelEntry } from "@shoal/config";
 import { pull, type WorkMessage } from "@shoal/jetstream";
 import { create } from "@bufbuild/protobuf";
-import { EmbedResultSchema, ErrorCode, TimingsSchema } from "@shoal/proto";
+import { EmbedResultSchema, ErrorCode } from "@shoal/proto";
 import { SidecarError, SidecarTimeoutError, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf, wallClockUs, type Logger } from "@shoal/telemetry";
-import { publishAnswer } from "./answers.js";
+import { publishAnswers, type Answer } from "./answers.js";
 import { runHeadBatch } from "./head-batch.js";
 import { BlobInputs } from "./blob-inputs.js";
 import { deadLetter } from "./dead-letter.js";
@@ -29,6 +29,7 @@ import { attemptOf, retryLater } from "./retry.js";
 import type { LocalHandOff } from "./local-hand-off.js";
 import { decodePulled, type PulledItem } from "./pulled-item.js";
 import { overLengthAnswer } from "./over-length.js";
+import { itemTimings } from "./timings.js";
 
 export interface ModelPullerOptions {
   readonly nc: NatsConnection;
@@ -85,17 +86,6 @@ export interface ModelPullerOptions {
   readonly workerId: string;
   readonly logger: Logger;
   readonly tracer: Tracer;
-}
-
-/** Timings travel as uint32 µs (71 minutes); a longer or negative (clock skew) span saturates. */
-function uint32(micros: number): number {
-  return Math.min(0xffff_ffff, Math.max(0, Math.round(micros)));
-}
-
-/** Enqueue → pull; zero when the item carries no enqueue time (it was not annotated by Shoal). */
-function queueWaitUs(p: PulledItem): number {
-  const enqueued = Number(p.item.enqueuedUnixUs);
-  return enqueued > 0 ? uint32(p.pulledAtUs - enqueued) : 0;
 }
 
 /**
@@ -395,13 +385,14 @@ export class ModelPuller {
   /** Answers items with an error and moves them to the dead-letter stream. */
   async #giveUp(items: readonly PulledItem[], message: string): Promise<void> {
     if (items.length === 0) return;
-    for (const p of items) {
-      publishAnswer(this.#o.nc, this.#o.workerId, p.item, p.parent, {
-        case: "error",
-        code: ErrorCode.INTERNAL,
-        message,
-      });
-    }
+    publishAnswers(
+      this.#o.nc,
+      this.#o.workerId,
+      items.map((p) => ({
+        item: p.item,
+        outcome: { case: "error", code: ErrorCode.INTERNAL, message },
+      })),
+    );
     await this.#o.nc.flush();
     for (const p of items) {
       await deadLetter(this.#o.js, this.#o.model.key, p.msg, message, this.#o.logger);
@@ -410,13 +401,18 @@ export class ModelPuller {
 
   async #answerExpired(expired: readonly PulledItem[]): Promise<void> {
     if (expired.length === 0) return;
-    for (const p of expired) {
-      publishAnswer(this.#o.nc, this.#o.workerId, p.item, p.parent, {
-        case: "error",
-        code: ErrorCode.DEADLINE_EXCEEDED,
-        message: "deadline passed while queued",
-      });
-    }
+    publishAnswers(
+      this.#o.nc,
+      this.#o.workerId,
+      expired.map((p) => ({
+        item: p.item,
+        outcome: {
+          case: "error",
+          code: ErrorCode.DEADLINE_EXCEEDED,
+          message: "deadline passed while queued",
+        },
+      })),
+    );
     await this.#o.nc.flush();
     for (const p of expired) p.msg.ack();
   }
@@ -457,41 +453,34 @@ export class ModelPuller {
         micros: result.computeUs,
       });
       const rowBytes = result.dim * 4;
+      const times = {
+        startedUs,
+        computeUs: result.computeUs,
+        batchItems: inputs.length,
+        batchTokens,
+      };
+      const answers: Answer[] = [];
       let row = 0;
-      for (const span of spans) {
-        const { p } = span;
+      for (const { p } of spans) {
         const n = p.inputs;
         const truncated = result.truncated.slice(row, row + n);
-        const ctx = trace.setSpan(span.parent, span.span);
         const refused = overLengthAnswer(p, truncated, model);
-        if (refused !== undefined) {
-          publishAnswer(nc, workerId, p.item, ctx, refused);
-        } else {
-          publishAnswer(
-            nc,
-            workerId,
-            p.item,
-            ctx,
-            {
-              case: "embed",
-              value: create(EmbedResultSchema, {
-                dim: result.dim,
-                embeddings: result.embeddings.subarray(row * rowBytes, (row + n) * rowBytes),
-                tokens: result.tokens.slice(row, row + n),
-                truncated,
-              }),
-            },
-            create(TimingsSchema, {
-              queueUs: queueWaitUs(p),
-              batchUs: uint32(startedUs - p.pulledAtUs),
-              computeUs: result.computeUs,
-              batchItems: inputs.length,
-              batchTokens,
+        answers.push({
+          item: p.item,
+          outcome: refused ?? {
+            case: "embed",
+            value: create(EmbedResultSchema, {
+              dim: result.dim,
+              embeddings: result.embeddings.subarray(row * rowBytes, (row + n) * rowBytes),
+              tokens: result.tokens.slice(row, row + n),
+              truncated,
             }),
-          );
-        }
+          },
+          timings: refused ? undefined : itemTimings(p, times),
+        });
         row += n;
       }
+      publishAnswers(nc, workerId, answers);
       await nc.flush();
       for (const p of batch) p.msg.ack();
       for (const s of spans) {

@@ -2,7 +2,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { workSubject } from "@shoal/jetstream";
-import { WorkItemSchema, WorkResultSchema, type WorkResult } from "@shoal/proto";
+import { WorkItemSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { MINILM, startPipeline, type Pipeline } from "./support.js";
 
@@ -16,7 +16,7 @@ beforeEach(async () => {
   received = [];
   answers = pipeline.nc.subscribe(REPLY, {
     callback: (_err, msg) => {
-      received.push(fromBinary(WorkResultSchema, msg.data));
+      received.push(...fromBinary(WorkResultsSchema, msg.data).results);
     },
   });
 });

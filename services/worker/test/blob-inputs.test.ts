@@ -4,7 +4,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { BlobUploader, ensureBlobBucket, serveBlobs, type BlobServer } from "@shoal/blobs";
 import { workSubject } from "@shoal/jetstream";
-import { ErrorCode, WorkItemSchema, WorkResultSchema, type WorkResult } from "@shoal/proto";
+import { ErrorCode, WorkItemSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
@@ -30,7 +30,7 @@ beforeAll(async () => {
   });
   answers = pipeline.nc.subscribe(REPLY, {
     callback: (_err, msg) => {
-      received.push(fromBinary(WorkResultSchema, msg.data));
+      received.push(...fromBinary(WorkResultsSchema, msg.data).results);
     },
   });
   await pipeline.startWorker("blobs");

@@ -2,7 +2,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { DEAD_LETTER_STREAM, Headers, workSubject } from "@shoal/jetstream";
-import { ErrorCode, WorkItemSchema, WorkResultSchema, type WorkResult } from "@shoal/proto";
+import { ErrorCode, WorkItemSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MINILM, startPipeline, type Pipeline } from "./support.js";
 
@@ -15,7 +15,7 @@ beforeAll(async () => {
   pipeline = await startPipeline();
   answers = pipeline.nc.subscribe(REPLY, {
     callback: (_err, msg) => {
-      received.push(fromBinary(WorkResultSchema, msg.data));
+      received.push(...fromBinary(WorkResultsSchema, msg.data).results);
     },
   });
   await pipeline.startWorker("poisoned", { SHOAL_MAX_DELIVER: "3" });

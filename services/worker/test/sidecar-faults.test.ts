@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { fromBinary } from "@bufbuild/protobuf";
 import { ROOT_CONTEXT } from "@opentelemetry/api";
-import { ErrorCode, WorkResultSchema, type WorkResult } from "@shoal/proto";
+import { ErrorCode, WorkResultsSchema, type WorkResult } from "@shoal/proto";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
 
@@ -51,7 +51,7 @@ it("answers an item that expired in the queue with DEADLINE_EXCEEDED and never c
   const results: WorkResult[] = [];
   const sub = pipeline.nc.subscribe("shoal.reply.v1.>", {
     callback: (_, msg) => {
-      results.push(fromBinary(WorkResultSchema, msg.data));
+      results.push(...fromBinary(WorkResultsSchema, msg.data).results);
     },
   });
   // No worker yet: the item outlives its deadline in the queue.
