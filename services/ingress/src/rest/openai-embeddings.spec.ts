@@ -1,6 +1,7 @@
 import { compileCatalog, type ModelEntry } from "@shoal/config";
 import type { EmbedOutcome } from "@shoal/gateway";
 import { describe, expect, it } from "vitest";
+import { stringifyWithFloats } from "./json-floats.js";
 import { embeddingsResponse, outputWidth, parseEmbeddingsRequest } from "./openai-embeddings.js";
 
 const catalog = compileCatalog(
@@ -85,13 +86,17 @@ describe("outputWidth", () => {
 
 describe("embeddingsResponse", () => {
   it("cuts each row to its leading coordinates and renormalises", () => {
-    const body = embeddingsResponse(
-      outcome([
-        [3, 4, 9, 9],
-        [0, 0, 1, 0],
-      ]),
-      "float",
-      2,
+    const body = JSON.parse(
+      stringifyWithFloats(
+        embeddingsResponse(
+          outcome([
+            [3, 4, 9, 9],
+            [0, 0, 1, 0],
+          ]),
+          "float",
+          2,
+        ),
+      ),
     ) as {
       data: { embedding: number[] }[];
     };

@@ -1,5 +1,6 @@
 import type { ModelEntry } from "@shoal/config";
 import { InvalidArgumentError, type EmbedCall, type EmbedOutcome } from "@shoal/gateway";
+import { JsonFloats } from "./json-floats.js";
 
 /**
  * How embeddings are written: OpenAI's `float` (number arrays) and `base64` (of little-endian
@@ -116,7 +117,11 @@ export function embeddingsResponse(
       object: "embedding",
       index,
       embedding:
-        encoding === "binary" ? row : encoding === "base64" ? row.toString("base64") : floats(row),
+        encoding === "binary"
+          ? row
+          : encoding === "base64"
+            ? row.toString("base64")
+            : new JsonFloats(row),
       truncated: outcome.truncated[index] ?? false,
     };
   });
@@ -147,12 +152,6 @@ function rowsOfWidth(outcome: EmbedOutcome, width: number): Buffer {
       out.writeFloatLE(full.readFloatLE((r * outcome.dim + i) * 4) * scale, (r * width + i) * 4);
     }
   }
-  return out;
-}
-
-function floats(row: Buffer): number[] {
-  const out = new Array<number>(row.length / 4);
-  for (let i = 0; i < out.length; i++) out[i] = row.readFloatLE(i * 4);
   return out;
 }
 
