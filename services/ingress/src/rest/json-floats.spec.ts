@@ -4,7 +4,9 @@ import { JsonFloats, stringifyWithFloats } from "./json-floats.js";
 const bytes = (values: number[], offset = 0): Uint8Array => {
   const buffer = new Uint8Array(offset + values.length * 4);
   const view = new DataView(buffer.buffer);
-  values.forEach((v, i) => view.setFloat32(offset + i * 4, v, true));
+  values.forEach((v, i) => {
+    view.setFloat32(offset + i * 4, v, true);
+  });
   return buffer.subarray(offset);
 };
 
