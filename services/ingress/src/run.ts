@@ -1,3 +1,4 @@
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { Tracer } from "@opentelemetry/api";
@@ -21,6 +22,7 @@ import { followNatsStatus, ServingStatus } from "./connect/serving-status.js";
 import { blobOffload } from "./blob-offload.js";
 import { listenDual } from "./listen.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
+import { isGrpcEmbed, serveGrpcEmbed } from "./grpc/embed.js";
 import { ResidencyView } from "@shoal/residency";
 
 /**
@@ -147,6 +149,8 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (isRestPath(path)) {
         void handleRest(req, res, rest);
+      } else if (req.httpVersionMajor === 2 && isGrpcEmbed(req as Http2ServerRequest)) {
+        void serveGrpcEmbed(req as Http2ServerRequest, res as Http2ServerResponse, rest);
       } else {
         connectHandler(req, res);
       }

@@ -3,8 +3,6 @@ import { create } from "@bufbuild/protobuf";
 import type { Tracer } from "@opentelemetry/api";
 import type { Gateway, StreamGateway } from "@shoal/gateway";
 import {
-  EmbedResponseSchema,
-  EmbeddingSchema,
   InferenceService,
   ListModelsResponseSchema,
   ModelFamily,
@@ -20,10 +18,8 @@ import { traced } from "../traced.js";
 import { generate } from "./generate-handler.js";
 import { extractHandler, score } from "./heads-handlers.js";
 import { callOptions } from "./call-options.js";
-import { answersInBinary, packedFloats } from "./packed-floats.js";
-
-/** `Embedding.values`' field number, whose packed floats binary answers write raw. */
-const EMBEDDING_VALUES_FIELD = EmbeddingSchema.field.values.number;
+import { embedResponse } from "./embed-response.js";
+import { answersInBinary } from "./packed-floats.js";
 
 export interface ConnectContext {
   readonly gateway: Gateway;
@@ -83,28 +79,7 @@ async function embed(
     );
     ctx.responseHeader.set("server-timing", serverTiming(outcome.timings));
     ctx.responseHeader.set("x-request-id", outcome.requestId);
-    const binary = answersInBinary(ctx.requestHeader.get("content-type"));
-    const rowBytes = outcome.dim * 4;
-    const values = binary ? undefined : new Float32Array(outcome.tokens.length * outcome.dim);
-    if (values !== undefined) new Uint8Array(values.buffer).set(outcome.embeddings);
-    const tokens = outcome.tokens.reduce((n, t) => n + t, 0);
-    return create(EmbedResponseSchema, {
-      model: outcome.model.id,
-      embeddings: outcome.tokens.map((t, i) => {
-        const embedding = create(EmbeddingSchema, {
-          tokens: t,
-          truncated: outcome.truncated[i] ?? false,
-        });
-        if (values === undefined) {
-          const row = outcome.embeddings.subarray(i * rowBytes, (i + 1) * rowBytes);
-          embedding.$unknown = [packedFloats(EMBEDDING_VALUES_FIELD, row)];
-        } else {
-          embedding.values = Array.from(values.subarray(i * outcome.dim, (i + 1) * outcome.dim));
-        }
-        return embedding;
-      }),
-      usage: { inputTokens: tokens, outputTokens: 0 },
-    });
+    return embedResponse(outcome, answersInBinary(ctx.requestHeader.get("content-type")));
   } catch (err) {
     const error = asRequestError(err);
     if (error.kind === "internal") cc.logger.error({ err }, "Embed failed");
