@@ -44,8 +44,12 @@ function call(body: Uint8Array, headers: Record<string, string> = {}): Promise<R
     let head: Record<string, unknown> = {};
     let tail: Record<string, unknown> = {};
     const chunks: Buffer[] = [];
-    stream.on("response", (h) => (head = h));
-    stream.on("trailers", (t) => (tail = t));
+    stream.on("response", (h) => {
+      head = { ...h };
+    });
+    stream.on("trailers", (t) => {
+      tail = { ...t };
+    });
     stream.on("data", (c: Buffer) => chunks.push(c));
     stream.on("error", reject);
     stream.on("close", () => {
