@@ -47,7 +47,7 @@ function call(body: Uint8Array, headers: Record<string, string> = {}): Promise<R
     stream.on("response", (h) => {
       head = { ...h };
     });
-    stream.on("trailers", (t) => {
+    stream.on("trailers", (t: Record<string, unknown>) => {
       tail = { ...t };
     });
     stream.on("data", (c: Buffer) => chunks.push(c));
