@@ -11,15 +11,15 @@ export interface TimeoutPolicy {
 }
 
 /**
- * The time a request gets, ms: what the client asked for (or the default), clamped to the most
- * the gateway allows.
+ * The time a request gets, whole ms: what the client asked for (or the default), clamped to the
+ * most the gateway allows. Deadlines travel as whole milliseconds, and a client's may come in
+ * finer units (gRPC's `grpc-timeout` in µs or ns), so it is rounded down, never extended.
  *
  * @throws DeadlineExceededError when the client's deadline has already passed.
  */
 export function requestTimeoutMs(asked: number | undefined, policy: TimeoutPolicy): number {
-  const timeoutMs = Math.min(
-    asked ?? policy.defaultTimeoutMs ?? 30_000,
-    policy.maxTimeoutMs ?? 300_000,
+  const timeoutMs = Math.floor(
+    Math.min(asked ?? policy.defaultTimeoutMs ?? 30_000, policy.maxTimeoutMs ?? 300_000),
   );
   if (timeoutMs <= 0) throw new DeadlineExceededError("deadline already passed");
   return timeoutMs;

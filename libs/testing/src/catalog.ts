@@ -33,6 +33,36 @@ export function minilmCatalog(): Catalog {
   );
 }
 
+/** A simulated model's batch cost (docs/simulated-backend.md); zero by default. */
+export interface SimCost {
+  readonly fixedUs?: number;
+  readonly perSequenceUs?: number;
+  readonly perPaddedTokenNs?: number;
+}
+
+/**
+ * A catalog entry (raw, as a catalog file holds it) for an embedding model the sidecar
+ * simulates with MiniLM's shape and tokenizer: what scale tests and benches run many of, or one
+ * of at zero cost to measure everything around the model.
+ */
+export function simEmbeddingEntry(id: string, key: string, cost: SimCost = {}): object {
+  return {
+    id,
+    key,
+    family: "embedding",
+    dimensions: 384,
+    maxInputTokens: 256,
+    // MiniLM's tokenizer, so that token counts are real; nothing computes.
+    source: { kind: "dir", path: minilmDir() },
+    sim: {
+      memoryBytes: 100_000_000,
+      fixedUs: cost.fixedUs ?? 0,
+      perSequenceUs: cost.perSequenceUs ?? 0,
+      perPaddedTokenNs: cost.perPaddedTokenNs ?? 0,
+    },
+  };
+}
+
 /** The id the SmolLM2 generator is served under in test catalogs. */
 export const SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct";
 

@@ -27,6 +27,7 @@ export { startService } from "./service-process.js";
 export {
   defaultCatalog,
   minilmCatalog,
+  simEmbeddingEntry,
   SMOLLM2,
   SMOLLM2_SHAPE,
   smollm2Catalog,
@@ -35,3 +36,4 @@ export {
   tinyHeadsCatalog,
   tinyHeadsCatalogDocument,
 } from "./catalog.js";
+export type { SimCost } from "./catalog.js";

@@ -7,8 +7,8 @@ import { compileCatalog } from "@shoal/config";
 import { InferenceService } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
 import {
-  minilmDir,
   sidecarBinary,
+  simEmbeddingEntry,
   startNatsServer,
   startService,
   tempDir,
@@ -31,15 +31,7 @@ let worker: ServiceHandle;
 let ingress: RunningIngress;
 let baseUrl: string;
 
-const entry = {
-  id: MODEL,
-  key: "bulk",
-  family: "embedding",
-  dimensions: 384,
-  maxInputTokens: 256,
-  source: { kind: "dir", path: minilmDir() },
-  sim: { memoryBytes: 100_000_000, fixedUs: 0, perSequenceUs: 0, perPaddedTokenNs: 0 },
-};
+const entry = simEmbeddingEntry(MODEL, "bulk");
 
 beforeAll(async () => {
   const dir = await tempDir("bulk");

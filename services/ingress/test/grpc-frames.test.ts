@@ -103,6 +103,11 @@ describe("gRPC Embed as raw frames", () => {
     expect(answer.message).not.toContain("\n");
   });
 
+  it("takes a deadline in microseconds, as grpc-go sends it", async () => {
+    const answer = await call(framed(request(["x"])), { "grpc-timeout": "9999874u" });
+    expect(answer.status).toBe("0");
+  });
+
   it("answers a malformed grpc-timeout with INVALID_ARGUMENT", async () => {
     const answer = await call(framed(request(["x"])), { "grpc-timeout": "soon" });
     expect(answer.status).toBe("3");

@@ -13,8 +13,8 @@ import type { RoutingPolicy } from "@shoal/router";
 import { SidecarClient } from "@shoal/sidecar-client";
 import {
   freePort,
-  minilmDir,
   sidecarBinary,
+  simEmbeddingEntry,
   startNatsServer,
   startService,
   tempDir,
@@ -56,20 +56,12 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
   await writeFile(
     catalogPath,
     JSON.stringify({
-      models: options.models.map((m) => ({
-        id: m.id,
-        key: m.key,
-        family: "embedding",
-        dimensions: 384,
-        maxInputTokens: 256,
-        // MiniLM's tokenizer, so that token counts and buckets are real; nothing computes.
-        source: { kind: "dir", path: minilmDir() },
-        sim: {
-          memoryBytes: 100_000_000,
+      models: options.models.map((m) =>
+        simEmbeddingEntry(m.id, m.key, {
           fixedUs: options.cost.fixedUs,
           perPaddedTokenNs: options.cost.perPaddedTokenNs,
-        },
-      })),
+        }),
+      ),
     }),
   );
   const nats = await startNatsServer();

@@ -7,8 +7,8 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   freePort,
-  minilmDir,
   sidecarBinary,
+  simEmbeddingEntry,
   startNatsServer,
   startService,
   tempDir,
@@ -38,17 +38,7 @@ export async function startOverheadCluster(
   await writeFile(
     catalogPath,
     JSON.stringify({
-      models: [
-        {
-          id: OVERHEAD_MODEL,
-          key: "zero-cost",
-          family: "embedding",
-          dimensions: 384,
-          maxInputTokens: 256,
-          source: { kind: "dir", path: minilmDir() },
-          sim: { memoryBytes: 100_000_000, fixedUs: 0, perSequenceUs: 0, perPaddedTokenNs: 0 },
-        },
-      ],
+      models: [simEmbeddingEntry(OVERHEAD_MODEL, "zero-cost")],
     }),
   );
   const nats = await startNatsServer();
