@@ -39,21 +39,12 @@ import {
   type StatsResult,
   type UnloadResult,
 } from "./responses.js";
+import type { CallOptions } from "./call-options.js";
 import { Fields } from "./fields.js";
 import { SidecarProtocolError } from "./sidecar-protocol-error.js";
 import { SidecarTimeoutError } from "./sidecar-timeout-error.js";
 import { SidecarUnavailableError } from "./sidecar-unavailable-error.js";
 
-/** Per-call options every method accepts. */
-export interface CallOptions {
-  /**
-   * W3C trace context of the caller's span; the sidecar makes its span for this request a child
-   * of it, so the request's trace continues across the socket.
-   */
-  readonly traceparent?: string;
-  /** Overrides the client's `requestTimeoutMs` for this call. */
-  readonly timeoutMs?: number;
-}
 
 /** Arguments of {@link SidecarClient.embed}. */
 export interface EmbedRequest extends CallOptions {

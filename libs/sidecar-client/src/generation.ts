@@ -1,6 +1,6 @@
 import { Fields } from "./fields.js";
 import type { FrameBody } from "./frame.js";
-import type { CallOptions } from "./client.js";
+import type { CallOptions } from "./call-options.js";
 
 /** One chat turn, rendered by the sidecar with the model's chat template. */
 export interface ChatTurn {

@@ -1,6 +1,6 @@
 import { Fields } from "./fields.js";
 import type { FrameBody } from "./frame.js";
-import type { CallOptions } from "./client.js";
+import type { CallOptions } from "./call-options.js";
 import { SidecarProtocolError } from "./sidecar-protocol-error.js";
 
 /**

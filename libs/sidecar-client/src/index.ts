@@ -1,5 +1,5 @@
+export type { CallOptions } from "./call-options.js";
 export type {
-  CallOptions,
   EmbedRequest,
   LoadBackend,
   LoadOptions,
