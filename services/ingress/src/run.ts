@@ -142,6 +142,20 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       reflectionRoutes([InferenceService, Health])(router);
     },
     readMaxBytes: maxBodyBytes,
+    // A path no route or RPC serves gets a body saying so, in Connect's error shape, rather
+    // than an empty 404.
+    fallback: (req, res) => {
+      const path = (req.url ?? "/").split("?")[0] ?? "/";
+      const body = JSON.stringify({
+        code: "not_found",
+        message: `no route ${path}: REST routes are under /v1/, RPCs under /${InferenceService.typeName}/`,
+      });
+      res.writeHead(404, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+      });
+      res.end(body);
+    },
   });
   const rest = { gateway, streams, tracer, logger, maxBodyBytes };
   const server = await listenDual(

@@ -151,6 +151,21 @@ describe("Connect clients", () => {
     expect(body.message).not.toContain("\n");
   });
 
+  it("answers an unknown path and an unknown RPC with a JSON error body", async () => {
+    for (const path of ["/nope", "/shoal.inference.v1.InferenceService/Nope"]) {
+      const res = await fetch(`${cluster.baseUrl}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(res.status).toBe(404);
+      expect(res.headers.get("content-type")).toBe("application/json");
+      const body = (await res.json()) as { code: string; message: string };
+      expect(body.code).toBe("not_found");
+      expect(body.message).toContain(path);
+    }
+  });
+
   it("answers a malformed protobuf body with gRPC's INTERNAL and keeps serving", async () => {
     // connect-es reports an unparseable binary message as INTERNAL, as grpc-go and the gRPC
     // status-code table do; the reason stays one line and the process keeps serving.
