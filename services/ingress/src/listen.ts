@@ -47,6 +47,11 @@ export function listenDual(handler: DualHandler, port: number, host: string): Pr
     handler(req, res);
   };
   const http1 = createHttp1({ keepAliveTimeout: 65_000 }, tracked as RequestListener);
+  // A client may send its whole request and then close its sending side (`shutdown(SHUT_WR)`,
+  // `curl` with some proxies, `nc -N`): it still waits for the answer. Node's HTTP server
+  // otherwise aborts the request and ends the socket on the client's FIN; this (undocumented,
+  // long-standing) switch of Node's HTTP server makes it finish the answers first.
+  (http1 as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const http2 = createHttp2(
     {},
     tracked as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
@@ -55,7 +60,7 @@ export function listenDual(handler: DualHandler, port: number, host: string): Pr
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
-  const tcp = createTcp((socket: Socket) => {
+  const tcp = createTcp({ allowHalfOpen: true }, (socket: Socket) => {
     socket.once("close", () => {
       active.delete(socket);
       h2Sockets.delete(socket);

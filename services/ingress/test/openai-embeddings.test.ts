@@ -1,4 +1,5 @@
 import { request as httpRequest } from "node:http";
+import { createConnection } from "node:net";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
 import { createLogger } from "@shoal/telemetry";
@@ -260,5 +261,29 @@ describe("limits", () => {
     } finally {
       await full.stop();
     }
+  });
+});
+
+describe("connections", () => {
+  it("answers a client that sent its whole request and then closed its sending side", async () => {
+    const port = new URL(cluster.baseUrl).port;
+    const body = JSON.stringify({ model: MINILM, input: ["half-closed but still listening"] });
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = createConnection(Number(port), "127.0.0.1", () => {
+        // end() sends the request and a FIN: the client will write nothing more.
+        socket.end(
+          `POST /v1/embeddings HTTP/1.1\r\nhost: shoal\r\ncontent-type: application/json\r\n` +
+            `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+      });
+      let received = "";
+      socket.on("data", (chunk: Buffer) => (received += chunk.toString("utf8")));
+      socket.on("close", () => {
+        resolve(received);
+      });
+      socket.on("error", reject);
+    });
+    expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    expect(answer).toContain('"embedding":[');
   });
 });
