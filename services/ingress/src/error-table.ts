@@ -27,8 +27,9 @@ const TABLE: Readonly<Record<RequestError["kind"], ProtocolError>> = {
     http: 429,
     openaiType: "rate_limit_error",
   },
+  // Not RESOURCE_EXHAUSTED, which clients retry: the same request can never succeed.
   payload_too_large: {
-    connect: Code.ResourceExhausted,
+    connect: Code.InvalidArgument,
     http: 413,
     openaiType: "invalid_request_error",
   },

@@ -23,6 +23,7 @@ import { blobOffload } from "./blob-offload.js";
 import { listenDual } from "./listen.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
 import { isGrpcEmbed, serveGrpcEmbed } from "./grpc/embed.js";
+import { refuseOversizedRpc } from "./connect/body-limit.js";
 import { ResidencyView } from "@shoal/residency";
 
 /**
@@ -163,6 +164,8 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (isRestPath(path)) {
         void handleRest(req, res, rest);
+      } else if (refuseOversizedRpc(req, res, maxBodyBytes)) {
+        return;
       } else if (req.httpVersionMajor === 2 && isGrpcEmbed(req as Http2ServerRequest)) {
         void serveGrpcEmbed(req as Http2ServerRequest, res as Http2ServerResponse, rest);
       } else {

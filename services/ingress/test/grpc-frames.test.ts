@@ -114,9 +114,9 @@ describe("gRPC Embed as raw frames", () => {
     expect(answer.message).toMatch(/grpc-timeout/);
   });
 
-  it("refuses a message over the body limit without buffering the rest", async () => {
+  it("refuses a message over the body limit with INVALID_ARGUMENT, not buffering the rest", async () => {
     const answer = await call(framed(new Uint8Array(200 * 1024)));
-    expect(answer.status).toBe("8");
+    expect(answer.status).toBe("3");
     expect(decodeURIComponent(answer.message ?? "")).toMatch(/65536-byte limit/);
   });
 
@@ -148,5 +148,40 @@ describe("gRPC Embed as raw frames", () => {
     } finally {
       stub.close();
     }
+  });
+});
+
+describe("a declared body over the limit, on every RPC protocol", () => {
+  const big = Buffer.alloc(100 * 1024, 0x61);
+
+  it.each([
+    ["Connect JSON", "application/json"],
+    ["Connect binary", "application/proto"],
+  ])("%s: HTTP 413 with Connect's invalid_argument, before the body is read", async (_n, type) => {
+    const res = await fetch(`${cluster.baseUrl}${EMBED}`, {
+      method: "POST",
+      headers: { "content-type": type },
+      body: big,
+    });
+    expect(res.status).toBe(413);
+    const body = (await res.json()) as { code: string; message: string };
+    expect(body.code).toBe("invalid_argument");
+    expect(body.message).toMatch(/65536-byte limit/);
+  });
+
+  it("gRPC-Web: grpc-status INVALID_ARGUMENT", async () => {
+    const res = await fetch(`${cluster.baseUrl}${EMBED}`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto" },
+      body: framed(big),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("grpc-status")).toBe("3");
+    await res.arrayBuffer();
+  });
+
+  it("gRPC with a content-length: grpc-status INVALID_ARGUMENT", async () => {
+    const answer = await call(framed(big), { "content-length": String(big.length + 5) });
+    expect(answer.status).toBe("3");
   });
 });
