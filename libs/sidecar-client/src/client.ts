@@ -45,7 +45,6 @@ import { SidecarProtocolError } from "./sidecar-protocol-error.js";
 import { SidecarTimeoutError } from "./sidecar-timeout-error.js";
 import { SidecarUnavailableError } from "./sidecar-unavailable-error.js";
 
-
 /** Arguments of {@link SidecarClient.embed}. */
 export interface EmbedRequest extends CallOptions {
   /** A resident model. */
