@@ -15,6 +15,15 @@ export class SseWriter {
     res.once("close", () => {
       this.#closed = true;
     });
+    // The server lets an HTTP/1.1 client half-close once it has sent its request (it still
+    // gets its answer), but a stream is open-ended: a client that closes its side mid-stream
+    // has left, and its generation must stop now, not at the next write that fails.
+    if (res.req.httpVersionMajor === 1) {
+      res.req.socket.once("end", () => {
+        this.#closed = true;
+        res.destroy();
+      });
+    }
     res.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache",
