@@ -27,6 +27,9 @@ import { validateEmbed, validateTokenInputs, type EmbedLimits } from "./validate
 import { fromWorkError } from "./work-errors.js";
 import { refuseUnlessResident } from "./no-wait.js";
 
+/** Inputs of one answered request that calibrate the model's token estimate. */
+const CALIBRATION_INPUTS = 32;
+
 export interface GatewayOptions {
   readonly nc: NatsConnection;
   readonly annotator: Annotate;
@@ -205,10 +208,14 @@ export class Gateway {
     const tokens = assembled.parts.flatMap((p) => p.tokens);
     const truncated = assembled.parts.flatMap((p) => p.truncated);
     if (tokenInputs.length === 0) {
-      // The sidecar's exact counts calibrate the estimate the next requests are queued by.
+      // The sidecar's exact counts calibrate the estimate the next requests are queued by. A
+      // few inputs a request are plenty for a moving fit, and keep a bulk request from
+      // scanning all its text a second time on the way out.
       const estimate = this.#options.annotator.estimate(model.id);
-      for (const [i, text] of call.inputs.entries()) {
-        if (!offloaded.has(i)) estimate.observe(text, tokens[i] ?? 0, truncated[i] === true);
+      const observed = Math.min(call.inputs.length, CALIBRATION_INPUTS);
+      for (let i = 0; i < observed; i++) {
+        if (offloaded.has(i)) continue;
+        estimate.observe(call.inputs[i] ?? "", tokens[i] ?? 0, truncated[i] === true);
       }
     }
     const dim = assembled.parts[0]?.dim ?? model.dimensions;

@@ -58,3 +58,18 @@ export function publishAnswers(
     nc.publish(subject, toBinary(WorkResultsSchema, create(WorkResultsSchema, { results })));
   }
 }
+
+/** The same error for every item, one message per ingress, as {@link publishAnswers} sends. */
+export function publishErrors(
+  nc: NatsConnection,
+  workerId: string,
+  items: readonly WorkItem[],
+  code: ErrorCode,
+  message: string,
+): void {
+  publishAnswers(
+    nc,
+    workerId,
+    items.map((item) => ({ item, outcome: { case: "error", code, message } })),
+  );
+}

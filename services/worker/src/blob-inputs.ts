@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { BlobMissingError, fetchBlob, type BlobStore } from "@shoal/blobs";
 import { ErrorCode } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
-import { publishAnswers } from "./answers.js";
+import { publishErrors } from "./answers.js";
 import type { PulledItem } from "./pulled-item.js";
 
 export interface BlobInputsOptions {
@@ -69,17 +69,12 @@ export class BlobInputs {
       }
     }
     if (gone.length > 0) {
-      publishAnswers(
+      publishErrors(
         this.#o.nc,
         this.#o.workerId,
-        gone.map((p) => ({
-          item: p.item,
-          outcome: {
-            case: "error",
-            code: ErrorCode.UNAVAILABLE,
-            message: "an offloaded input is no longer available; send the request again",
-          },
-        })),
+        gone.map((p) => p.item),
+        ErrorCode.UNAVAILABLE,
+        "an offloaded input is no longer available; send the request again",
       );
       await this.#o.nc.flush();
       for (const p of gone) p.msg.ack();

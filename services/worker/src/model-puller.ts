@@ -20,7 +20,7 @@ import { create } from "@bufbuild/protobuf";
 import { EmbedResultSchema, ErrorCode } from "@shoal/proto";
 import { SidecarError, SidecarTimeoutError, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf, wallClockUs, type Logger } from "@shoal/telemetry";
-import { publishAnswers, type Answer } from "./answers.js";
+import { publishAnswers, publishErrors, type Answer } from "./answers.js";
 import { runHeadBatch } from "./head-batch.js";
 import { BlobInputs } from "./blob-inputs.js";
 import { deadLetter } from "./dead-letter.js";
@@ -385,13 +385,12 @@ export class ModelPuller {
   /** Answers items with an error and moves them to the dead-letter stream. */
   async #giveUp(items: readonly PulledItem[], message: string): Promise<void> {
     if (items.length === 0) return;
-    publishAnswers(
+    publishErrors(
       this.#o.nc,
       this.#o.workerId,
-      items.map((p) => ({
-        item: p.item,
-        outcome: { case: "error", code: ErrorCode.INTERNAL, message },
-      })),
+      items.map((p) => p.item),
+      ErrorCode.INTERNAL,
+      message,
     );
     await this.#o.nc.flush();
     for (const p of items) {
@@ -401,17 +400,12 @@ export class ModelPuller {
 
   async #answerExpired(expired: readonly PulledItem[]): Promise<void> {
     if (expired.length === 0) return;
-    publishAnswers(
+    publishErrors(
       this.#o.nc,
       this.#o.workerId,
-      expired.map((p) => ({
-        item: p.item,
-        outcome: {
-          case: "error",
-          code: ErrorCode.DEADLINE_EXCEEDED,
-          message: "deadline passed while queued",
-        },
-      })),
+      expired.map((p) => p.item),
+      ErrorCode.DEADLINE_EXCEEDED,
+      "deadline passed while queued",
     );
     await this.#o.nc.flush();
     for (const p of expired) p.msg.ack();

@@ -2,19 +2,34 @@ import type { HandlerContext } from "@connectrpc/connect";
 import type { Priority } from "@shoal/proto";
 import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 
+/** What an RPC's transport says about a call: its deadline and its metadata. */
+export interface RpcCall {
+  /** The client's deadline, ms; undefined when it set none. */
+  readonly timeoutMs: number | undefined;
+  header(name: string): string | undefined;
+}
+
+/** A call as the Connect adapter hands it over. */
+export function connectCall(ctx: HandlerContext): RpcCall {
+  return {
+    timeoutMs: ctx.timeoutMs(),
+    header: (name) => ctx.requestHeader.get(name) ?? undefined,
+  };
+}
+
 /**
- * What every unary inference call takes alike from its request and its RPC context: the
- * truncation flag (on unless the client says otherwise), priority, the client's deadline as
- * the work item's, and whether it asked not to wait for a model to load.
+ * What every unary inference call takes alike from its request and its RPC call, whichever
+ * path serves it: the truncation flag (on unless the client says otherwise), priority, the
+ * client's deadline as the work item's, and whether it asked not to wait for a model to load.
  */
 export function callOptions(
   req: { readonly truncate?: boolean; readonly priority: Priority },
-  ctx: HandlerContext,
+  call: RpcCall,
 ): { truncate: boolean; priority: Priority; timeoutMs: number | undefined; noWait: boolean } {
   return {
     truncate: req.truncate ?? true,
     priority: req.priority,
-    timeoutMs: ctx.timeoutMs(),
-    noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
+    timeoutMs: call.timeoutMs,
+    noWait: wantsNoWait(call.header(NO_WAIT_HEADER)),
   };
 }

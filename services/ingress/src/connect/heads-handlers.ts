@@ -13,7 +13,7 @@ import {
 import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { traced } from "../traced.js";
-import { callOptions } from "./call-options.js";
+import { callOptions, connectCall } from "./call-options.js";
 
 export interface HeadsHandlerContext {
   readonly gateway: Gateway;
@@ -50,7 +50,7 @@ export async function score(
             model: req.model,
             query: req.query,
             documents: req.documents,
-            ...callOptions(req, ctx),
+            ...callOptions(req, connectCall(ctx)),
           },
           traceCtx,
         ),
@@ -84,7 +84,7 @@ export async function extractHandler(
           {
             model: req.model,
             inputs: req.inputs,
-            ...callOptions(req, ctx),
+            ...callOptions(req, connectCall(ctx)),
           },
           traceCtx,
         ),

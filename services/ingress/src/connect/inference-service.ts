@@ -17,7 +17,7 @@ import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
 import { generate } from "./generate-handler.js";
 import { extractHandler, score } from "./heads-handlers.js";
-import { callOptions } from "./call-options.js";
+import { callOptions, connectCall } from "./call-options.js";
 import { embedResponse } from "./embed-response.js";
 import { answersInBinary } from "./packed-floats.js";
 
@@ -72,7 +72,7 @@ async function embed(
           {
             model: req.model,
             inputs: req.inputs,
-            ...callOptions(req, ctx),
+            ...callOptions(req, connectCall(ctx)),
           },
           traceCtx,
         ),

@@ -5,9 +5,9 @@ import type { Tracer } from "@opentelemetry/api";
 import { InvalidArgumentError, PayloadTooLargeError, type Gateway } from "@shoal/gateway";
 import { EmbedRequestSchema, EmbedResponseSchema, InferenceService } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
+import { callOptions } from "../connect/call-options.js";
 import { embedResponse } from "../connect/embed-response.js";
 import { asRequestError, protocolError } from "../error-table.js";
-import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
 import { ENVELOPE_BYTES, envelope, grpcMessage, grpcTimeoutMs, unaryMessage } from "./wire.js";
@@ -75,10 +75,7 @@ export async function serveGrpcEmbed(
           {
             model: request.model,
             inputs: request.inputs,
-            truncate: request.truncate ?? true,
-            priority: request.priority,
-            timeoutMs,
-            noWait: wantsNoWait(header(req, NO_WAIT_HEADER)),
+            ...callOptions(request, { timeoutMs, header: (name) => header(req, name) }),
           },
           ctx,
         ),
