@@ -1,57 +1,154 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
-	"net/http"
+	"net"
+	"net/url"
+	"strconv"
 	"time"
 )
 
+// httpSender posts bodies over a fixed pool of HTTP/1.1 keep-alive connections with a minimal
+// client: the request head is built once, and a response is read as status line, headers and
+// a Content-Length body. net/http's client cost about 136 µs of CPU per request here, a tenth
+// of the cluster's own at the knee, on the same two cores; the point of a compiled generator
+// is that its share stays small.
 type httpSender struct {
-	client      *http.Client
-	url         string
-	contentType string
+	addr    string
+	head    []byte
+	timeout time.Duration
+	// pool holds the idle connections; a request waits for one, and that wait counts in its
+	// latency like any other queueing.
+	pool chan *httpConn
 }
 
-// newHTTPSender keeps up to -conns keep-alive connections; requests beyond them wait in the
-// transport, and that wait counts in their latency like any other queueing.
-func newHTTPSender(o options) *httpSender {
-	transport := &http.Transport{
-		MaxIdleConns:        o.conns,
-		MaxIdleConnsPerHost: o.conns,
-		MaxConnsPerHost:     o.conns,
-		DisableCompression:  true,
-		IdleConnTimeout:     90 * time.Second,
+type httpConn struct {
+	conn   net.Conn
+	reader *bufio.Reader
+}
+
+func newHTTPSender(o options) (*httpSender, error) {
+	u, err := url.Parse(o.url)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("-url must be http://host:port, not %q", o.url)
 	}
-	return &httpSender{
-		client:      &http.Client{Transport: transport, Timeout: o.timeout},
-		url:         o.url + o.path,
-		contentType: o.contentType,
+	s := &httpSender{
+		addr:    u.Host,
+		timeout: o.timeout,
+		pool:    make(chan *httpConn, o.conns),
+		head: []byte("POST " + o.path + " HTTP/1.1\r\nhost: " + u.Host +
+			"\r\ncontent-type: " + o.contentType + "\r\ncontent-length: "),
 	}
+	for i := 0; i < o.conns; i++ {
+		s.pool <- nil
+	}
+	return s, nil
 }
 
 func (s *httpSender) send(body []byte) error {
-	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("content-type", s.contentType)
-	res, err := s.client.Do(req)
-	if err != nil {
-		return &failure{key: "transport", detail: err.Error()}
-	}
-	defer res.Body.Close()
-	payload, err := io.ReadAll(res.Body)
-	if err != nil {
-		return &failure{key: "transport", detail: err.Error()}
-	}
-	if res.StatusCode != http.StatusOK {
-		snippet := payload
-		if len(snippet) > 200 {
-			snippet = snippet[:200]
+	c := <-s.pool
+	if c == nil {
+		conn, err := net.DialTimeout("tcp", s.addr, s.timeout)
+		if err != nil {
+			s.pool <- nil
+			return &failure{key: "transport", detail: err.Error()}
 		}
-		return &failure{key: fmt.Sprintf("http %d", res.StatusCode), detail: string(snippet)}
+		c = &httpConn{conn: conn, reader: bufio.NewReaderSize(conn, 64<<10)}
+	}
+	status, payload, keep, err := c.roundTrip(s, body)
+	if err != nil || !keep {
+		c.conn.Close()
+		c = nil
+	}
+	s.pool <- c
+	if err != nil {
+		return &failure{key: "transport", detail: err.Error()}
+	}
+	if status != 200 {
+		if len(payload) > 200 {
+			payload = payload[:200]
+		}
+		return &failure{key: fmt.Sprintf("http %d", status), detail: string(payload)}
 	}
 	return nil
+}
+
+// roundTrip writes one request and reads its response; keep is false when the server asked to
+// close the connection.
+func (c *httpConn) roundTrip(s *httpSender, body []byte) (status int, payload []byte, keep bool, err error) {
+	if err := c.conn.SetDeadline(time.Now().Add(s.timeout)); err != nil {
+		return 0, nil, false, err
+	}
+	req := make([]byte, 0, len(s.head)+16+len(body))
+	req = append(req, s.head...)
+	req = strconv.AppendInt(req, int64(len(body)), 10)
+	req = append(req, "\r\n\r\n"...)
+	req = append(req, body...)
+	if _, err := c.conn.Write(req); err != nil {
+		return 0, nil, false, err
+	}
+	line, err := c.reader.ReadSlice('\n')
+	if err != nil {
+		return 0, nil, false, err
+	}
+	status, err = parseStatusLine(line)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	length, keep := -1, true
+	for {
+		line, err := c.reader.ReadSlice('\n')
+		if err != nil {
+			return 0, nil, false, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found {
+			return 0, nil, false, fmt.Errorf("malformed header line %q", line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("content-length")):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
+				return 0, nil, false, fmt.Errorf("bad content-length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("transfer-encoding")):
+			return 0, nil, false, fmt.Errorf("transfer-encoding %q is not supported", value)
+		case bytes.EqualFold(name, []byte("connection")):
+			keep = !bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	if length < 0 {
+		return 0, nil, false, fmt.Errorf("response without content-length")
+	}
+	if status == 200 {
+		// A success's body is not inspected: skipping it spares an allocation per request.
+		if _, err := c.reader.Discard(length); err != nil {
+			return 0, nil, false, err
+		}
+		return status, nil, keep, nil
+	}
+	payload = make([]byte, length)
+	if _, err := io.ReadFull(c.reader, payload); err != nil {
+		return 0, nil, false, err
+	}
+	return status, payload, keep, nil
+}
+
+// parseStatusLine reads the code of "HTTP/1.1 200 OK\r\n".
+func parseStatusLine(line []byte) (int, error) {
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return 0, fmt.Errorf("malformed status line %q", line)
+	}
+	code, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, fmt.Errorf("malformed status line %q", line)
+	}
+	return code, nil
 }

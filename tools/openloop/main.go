@@ -108,7 +108,7 @@ func main() {
 	if o.protocol == "grpc" {
 		s, err = newGrpcSender(o)
 	} else {
-		s = newHTTPSender(o)
+		s, err = newHTTPSender(o)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shoal-openloop:", err)

@@ -1,8 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { setImmediate } from "node:timers/promises";
-import { create, toBinary } from "@bufbuild/protobuf";
-import { headers as natsHeaders } from "@nats-io/transport-node";
+import { create } from "@bufbuild/protobuf";
 import { context, SpanStatusCode, trace, type Context, type Tracer } from "@opentelemetry/api";
 import {
   AnnotateResponseSchema,
@@ -12,8 +11,8 @@ import {
   type WorkRequest,
 } from "@shoal/proto";
 import type { Catalog, ModelEntry } from "@shoal/config";
-import { Headers, PublishRefusedError, workSubject, type StreamPublisher } from "@shoal/jetstream";
-import { injectContext, natsHeaderCarrier, wallClockUs, type Logger } from "@shoal/telemetry";
+import { PublishRefusedError, workSubject, type StreamPublisher } from "@shoal/jetstream";
+import { injectContext, traceFieldsCarrier, wallClockUs, type Logger } from "@shoal/telemetry";
 import type { Backlog } from "./backlog.js";
 import type { AnnotatedFamily, PlanContext, TaskCase } from "./family.js";
 import { classifyFamily } from "./families/classify.js";
@@ -24,6 +23,7 @@ import { scoreFamily } from "./families/score.js";
 import { lengthBucket } from "./plan.js";
 import { ShapeEstimates, type ShapeEstimate } from "./shape-estimate.js";
 import { loadTokenizer, type Tokenizer } from "./tokenizer.js";
+import { WorkBundler } from "./work-bundler.js";
 
 export interface AnnotatorOptions {
   readonly catalog: Catalog;
@@ -79,6 +79,7 @@ export class Annotator implements Annotate {
     Pick<AnnotatorOptions, "backlog">;
   readonly #estimates = new ShapeEstimates();
   readonly #tokenizers = new Map<string, Promise<Tokenizer | undefined>>();
+  readonly #bundler: WorkBundler;
 
   constructor(options: AnnotatorOptions) {
     this.#options = {
@@ -88,6 +89,12 @@ export class Annotator implements Annotate {
       partMaxBytes: options.partMaxBytes ?? 256 * 1024,
       bucketEdges: options.bucketEdges ?? [16, 32, 64, 128, 256, 512],
     };
+    // A message of several items keeps to a part's limits, so it still fits one batch.
+    this.#bundler = new WorkBundler(options.publisher, {
+      maxInputs: this.#options.partMaxInputs,
+      maxPaddedTokens: this.#options.partMaxPaddedTokens,
+      maxBytes: this.#options.partMaxBytes,
+    });
   }
 
   estimate(modelId: string): ShapeEstimate {
@@ -176,14 +183,11 @@ export class Annotator implements Annotate {
           totalTokens: part.totalTokens,
           task: part.task,
         });
-        const hdrs = natsHeaders();
-        hdrs.set(Headers.requestId, request.requestId);
-        injectContext(ctx, natsHeaderCarrier(hdrs));
-        return this.#options.publisher.publish(
+        injectContext(ctx, traceFieldsCarrier(item));
+        return this.#bundler.queue(
           workSubject(model.key, lengthBucket(part.maxInputTokens, edges)),
-          toBinary(WorkItemSchema, item),
-          `${request.requestId}:${index}`,
-          hdrs,
+          item,
+          task.case === "generate",
         );
       }),
     );

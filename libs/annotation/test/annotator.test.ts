@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { compileCatalog } from "@shoal/config";
 import { ensureWorkStream, StreamPublisher } from "@shoal/jetstream";
-import { ErrorCode, WorkItemSchema, WorkRequestSchema, type WorkItem } from "@shoal/proto";
+import { ErrorCode, WorkBundleSchema, WorkRequestSchema, type WorkItem } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
 import { minilmDir, startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +16,7 @@ let nats: NatsServerHandle;
 let nc: NatsConnection;
 let publisher: StreamPublisher;
 let annotator: Annotator;
+/** One entry per queued item; items of one message share its id and size. */
 const queued: { subject: string; item: WorkItem; msgId: string | undefined; bytes: number }[] = [];
 
 const minilm = {
@@ -51,12 +52,14 @@ beforeAll(async () => {
   });
   nc.subscribe("shoal.work.v1.>", {
     callback: (_err, msg) => {
-      queued.push({
-        subject: msg.subject,
-        item: fromBinary(WorkItemSchema, msg.data),
-        msgId: msg.headers?.get("Nats-Msg-Id"),
-        bytes: msg.data.byteLength,
-      });
+      for (const item of fromBinary(WorkBundleSchema, msg.data).items) {
+        queued.push({
+          subject: msg.subject,
+          item,
+          msgId: msg.headers?.get("Nats-Msg-Id"),
+          bytes: msg.data.byteLength,
+        });
+      }
     },
   });
   await nc.flush();
@@ -100,7 +103,9 @@ describe("the annotator", () => {
       "shoal.work.v1.all-minilm-l6-v2.b16",
       "shoal.work.v1.all-minilm-l6-v2.b64",
     ]);
-    expect(mine.map((q) => q.msgId)).toEqual([`${request.requestId}:0`, `${request.requestId}:1`]);
+    // Two subjects, two messages, each with its own dedupe key.
+    expect(new Set(mine.map((q) => q.msgId)).size).toBe(2);
+    expect(mine.every((q) => q.item.requestId === request.requestId)).toBe(true);
     expect(response.estimatedTokens).toBe(5 + 3 + 3 + 3 + 60);
   });
 
@@ -144,6 +149,32 @@ describe("the annotator", () => {
         .slice(before)
         .map((q) => (q.item.task.case === "embed" ? q.item.task.value.inputs.length : 0)),
     ).toEqual([3, 3, 3, 1]);
+  });
+
+  it("queues requests that arrive together as one message, within a part's limits", async () => {
+    const before = queued.length;
+    // Six single-input requests in one event-loop turn: one message would carry six inputs,
+    // past partMaxInputs (4), so they go as a message of four and one of two.
+    const answered = await Promise.all(Array.from({ length: 6 }, (_, i) => annotate([`hi ${i}`])));
+    expect(answered.every((a) => a.response.error === undefined)).toBe(true);
+    await settle();
+    const mine = queued.slice(before);
+    expect(mine.map((q) => q.item.requestId)).toEqual(answered.map((a) => a.request.requestId));
+    const perMessage = new Map<string | undefined, number>();
+    for (const q of mine) perMessage.set(q.msgId, (perMessage.get(q.msgId) ?? 0) + 1);
+    expect([...perMessage.values()]).toEqual([4, 2]);
+    // Each item keeps its own request's identity, deadline and reply subject.
+    expect(mine.every((q) => q.item.parts === 1 && q.item.deadlineUnixMs > 0n)).toBe(true);
+  });
+
+  it("sends a request alone when nothing else is queued with it", async () => {
+    const before = queued.length;
+    await annotate(["first"]);
+    await annotate(["second"]);
+    await settle();
+    const mine = queued.slice(before);
+    expect(mine).toHaveLength(2);
+    expect(mine[0]?.msgId).not.toBe(mine[1]?.msgId);
   });
 
   it("answers an unknown model with NOT_FOUND and queues nothing", async () => {

@@ -1,7 +1,11 @@
 /** Header names Shoal sets on NATS messages, beside W3C `traceparent`/`tracestate`. */
 export const Headers = {
-  /** JetStream's dedupe key: `<request-id>:<part>`, so a retried publish is stored once. */
+  /**
+   * JetStream's dedupe key, so a retried publish is stored once: on a work message the
+   * publishing gateway's process id and a counter.
+   */
   msgId: "Nats-Msg-Id",
+  /** The request a message serves; repeated when a work message carries several. */
   requestId: "Shoal-Request-Id",
   /**
    * On a work item a worker sent back after a failed attempt: how many attempts have failed.

@@ -10,6 +10,7 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { samplerFromEnv } from "./sampler.js";
 
 export interface TracingOptions {
   /** `service.name` of every span; `OTEL_SERVICE_NAME` in `env` overrides it. */
@@ -36,9 +37,10 @@ export interface Tracing {
 
 /**
  * Installs the process-wide tracer provider and the W3C propagator. Spans are always created,
- * so trace ids exist for logs and propagation even when nothing is exported; they are exported
- * over OTLP/HTTP only when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
- * is set, as the OpenTelemetry specification asks.
+ * so trace ids exist for logs and propagation even when nothing is exported; they are recorded
+ * (as `OTEL_TRACES_SAMPLER` says) and exported over OTLP/HTTP only when
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set, as the
+ * OpenTelemetry specification asks.
  */
 export function startTracing(options: TracingOptions): Tracing {
   const { env } = options;
@@ -51,6 +53,7 @@ export function startTracing(options: TracingOptions): Tracing {
   }
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
+    sampler: samplerFromEnv(env, spanProcessors.length > 0),
     spanProcessors,
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });

@@ -3,7 +3,7 @@ import { BlobMissingError, fetchBlob, type BlobStore } from "@shoal/blobs";
 import { ErrorCode } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
 import { publishErrors } from "./answers.js";
-import type { PulledItem } from "./pulled-item.js";
+import type { PulledItem, PulledMessage } from "./pulled-item.js";
 
 export interface BlobInputsOptions {
   readonly nc: NatsConnection;
@@ -18,8 +18,8 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 /**
  * Fetches the inputs the blob offloader holds for a batch's items, right before the batch
  * runs (never for items that are put back). An item whose blob is gone (its request was
- * answered, or the blob outlived its TTL) is answered with an error and acked: no retry can
- * bring it back. One whose fetch failed otherwise goes back to the queue for another try.
+ * answered, or the blob outlived its TTL) is answered with an error: no retry can bring it
+ * back. A message whose fetch failed otherwise goes back to the queue for another try.
  */
 export class BlobInputs {
   readonly #o: BlobInputsOptions;
@@ -29,43 +29,31 @@ export class BlobInputs {
     this.#o = options;
   }
 
-  /** The batch's items with every input filled in; the others are answered or put back. */
-  async resolve(batch: readonly PulledItem[]): Promise<PulledItem[]> {
-    if (batch.every((p) => blobsOf(p).length === 0)) return [...batch];
-    const ready: PulledItem[] = [];
+  /**
+   * The batch's messages with every input filled in. An item whose blob is gone is answered
+   * and left out of its message (a message left with no items is acked); a message whose
+   * fetch failed otherwise goes back whole.
+   */
+  async resolve(batch: readonly PulledMessage[]): Promise<PulledMessage[]> {
+    if (batch.every((m) => m.items.every((p) => blobsOf(p).length === 0))) return [...batch];
+    const ready: PulledMessage[] = [];
     const gone: PulledItem[] = [];
-    for (const p of batch) {
-      const blobs = blobsOf(p);
-      if (blobs.length === 0) {
-        ready.push(p);
-        continue;
-      }
+    const emptied: PulledMessage[] = [];
+    for (const m of batch) {
       try {
-        const store = await this.#open();
-        const texts = [...p.inputTexts];
-        for (const blob of blobs) {
-          if (blob.input >= texts.length) {
-            throw new BlobMissingError(`offloaded input ${blob.name} names no input of its item`);
-          }
-          const bytes = await fetchBlob(store, {
-            name: blob.name,
-            size: Number(blob.size),
-            sha256: blob.sha256,
-          });
-          texts[blob.input] = text(bytes, blob.name);
+        const items: PulledItem[] = [];
+        const lost: PulledItem[] = [];
+        for (const p of m.items) {
+          const filled = await this.#fill(p);
+          if (filled === undefined) lost.push(p);
+          else items.push(filled);
         }
-        ready.push({ ...p, inputTexts: texts });
+        gone.push(...lost);
+        if (items.length === 0) emptied.push(m);
+        else ready.push({ ...m, items });
       } catch (err) {
-        if (err instanceof BlobMissingError) {
-          this.#o.logger.warn(
-            { err, request_id: p.item.requestId, part: p.item.part },
-            "offloaded input unusable; answering with an error",
-          );
-          gone.push(p);
-        } else {
-          this.#o.logger.warn({ err, request_id: p.item.requestId }, "blob fetch failed; put back");
-          p.msg.nak(200);
-        }
+        this.#o.logger.warn({ err, seq: m.msg.streamSequence }, "blob fetch failed; put back");
+        m.msg.nak(200);
       }
     }
     if (gone.length > 0) {
@@ -77,9 +65,41 @@ export class BlobInputs {
         "an offloaded input is no longer available; send the request again",
       );
       await this.#o.nc.flush();
-      for (const p of gone) p.msg.ack();
+      for (const m of emptied) m.msg.ack();
     }
     return ready;
+  }
+
+  /**
+   * The item with its offloaded inputs read; undefined when one is unusable (gone, corrupt,
+   * not text), which no retry can mend. Other failures throw.
+   */
+  async #fill(p: PulledItem): Promise<PulledItem | undefined> {
+    const blobs = blobsOf(p);
+    if (blobs.length === 0) return p;
+    try {
+      const store = await this.#open();
+      const texts = [...p.inputTexts];
+      for (const blob of blobs) {
+        if (blob.input >= texts.length) {
+          throw new BlobMissingError(`offloaded input ${blob.name} names no input of its item`);
+        }
+        const bytes = await fetchBlob(store, {
+          name: blob.name,
+          size: Number(blob.size),
+          sha256: blob.sha256,
+        });
+        texts[blob.input] = text(bytes, blob.name);
+      }
+      return { ...p, inputTexts: texts };
+    } catch (err) {
+      if (!(err instanceof BlobMissingError)) throw err;
+      this.#o.logger.warn(
+        { err, request_id: p.item.requestId, part: p.item.part },
+        "offloaded input unusable; answering with an error",
+      );
+      return undefined;
+    }
   }
 
   /** Releases the store's connections (an S3 client's sockets); after the last batch. */

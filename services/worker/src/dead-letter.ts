@@ -22,8 +22,10 @@ export async function deadLetter(
   hdrs.set(Headers.deadReason, reason);
   hdrs.set(Headers.deadDeliveries, String(attempts));
   hdrs.set(Headers.deadSubject, msg.subject);
-  const requestId = msg.headers?.get(Headers.requestId);
-  if (requestId !== undefined && requestId !== "") hdrs.set(Headers.requestId, requestId);
+  // A message may carry several requests: every id is kept.
+  for (const id of msg.headers?.values(Headers.requestId) ?? []) {
+    if (id !== "") hdrs.append(Headers.requestId, id);
+  }
   try {
     await js.publish(deadLetterSubject(modelKey), msg.data, { headers: hdrs });
   } catch (err) {

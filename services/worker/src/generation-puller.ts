@@ -9,7 +9,7 @@ import {
   ErrorCode,
   FinishReason,
   StreamDoneSchema,
-  WorkItemSchema,
+  WorkBundleSchema,
   type GenerateTask,
   type WorkItem,
 } from "@shoal/proto";
@@ -23,7 +23,7 @@ import {
 } from "@shoal/sidecar-client";
 import {
   extractContext,
-  natsHeaderCarrier,
+  traceFieldsCarrier,
   traceparentOf,
   wallClockUs,
   type Logger,
@@ -180,7 +180,7 @@ export class GenerationPuller {
     n: number,
   ): Promise<void> {
     const { nc, workerId, tracer, logger } = this.#o;
-    const parent = extractContext(natsHeaderCarrier(msg.headers));
+    const parent = extractContext(traceFieldsCarrier(item));
     const pulledAtUs = wallClockUs();
     const span = tracer.startSpan(
       "worker.generate",
@@ -377,13 +377,16 @@ export class GenerationPuller {
   }
 }
 
+/** The one generation item a message carries (the gateway never bundles them). */
 function decodeGenerate(msg: WorkMessage): { item: WorkItem; task: GenerateTask } | undefined {
-  let item: WorkItem;
+  let items: WorkItem[];
   try {
-    item = fromBinary(WorkItemSchema, msg.data);
+    items = fromBinary(WorkBundleSchema, msg.data).items;
   } catch {
     return undefined;
   }
+  const item = items[0];
+  if (items.length !== 1 || item === undefined) return undefined;
   if (item.task.case !== "generate" || item.task.value.input.case === undefined) return undefined;
   return { item, task: item.task.value };
 }

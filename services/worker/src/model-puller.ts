@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { context, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
+import {
+  context,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
 import {
   compileLatencyTargetOptions,
   createLatencyModel,
@@ -27,7 +34,7 @@ import { deadLetter } from "./dead-letter.js";
 import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
 import type { LocalHandOff } from "./local-hand-off.js";
-import { decodePulled, type PulledItem } from "./pulled-item.js";
+import { decodePulled, type PulledItem, type PulledMessage } from "./pulled-item.js";
 import { overLengthAnswer } from "./over-length.js";
 import { itemTimings } from "./timings.js";
 
@@ -169,7 +176,7 @@ export class ModelPuller {
    * latency, or less when an item's deadline is closer), never above the hard ceiling. When
    * nothing fits, a one-token budget still runs the most urgent item alone.
    */
-  #budgetFor(pulled: readonly PulledItem[], nowUnixMs: number): BatchBudget {
+  #budgetFor(pulled: readonly PulledMessage[], nowUnixMs: number): BatchBudget {
     const ceiling = this.#o.budget;
     const sized = maxPaddedTokensWithin(
       this.#latency,
@@ -204,7 +211,7 @@ export class ModelPuller {
   }
 
   /** Runs a batch without waiting for it; `#once` waits when the in-flight limit is reached. */
-  #dispatch(sidecar: SidecarClient, batch: readonly PulledItem[]): void {
+  #dispatch(sidecar: SidecarClient, batch: readonly PulledMessage[]): void {
     const inputs = batch.reduce((n, p) => n + p.inputs, 0);
     const longest = Math.max(...batch.map((p) => p.maxInputTokens));
     const predictedMs =
@@ -255,7 +262,7 @@ export class ModelPuller {
   }
 
   /** What a batch made of its budget, for tools/bench (fill ratio, put-back latency). */
-  #logFormed(batch: readonly PulledItem[], pulled: readonly PulledItem[], now: number): void {
+  #logFormed(batch: readonly PulledMessage[], pulled: readonly PulledMessage[], now: number): void {
     const inputs = batch.reduce((n, p) => n + p.inputs, 0);
     const padded = inputs * Math.max(...batch.map((p) => p.maxInputTokens));
     this.#o.logger.debug(
@@ -315,7 +322,7 @@ export class ModelPuller {
    * for no more items than there are free input slots (every item carries at least one input),
    * which keeps over-pulling, and the put-backs it costs, small.
    */
-  async #topUp(pulled: PulledItem[], queuedInJetStream: number): Promise<void> {
+  async #topUp(pulled: PulledMessage[], queuedInJetStream: number): Promise<void> {
     const { nc, stream, consumer } = this.#o;
     const room = (): number => this.#o.budget.maxInputs - pulled.reduce((n, p) => n + p.inputs, 0);
     const local = this.#o.localQueue;
@@ -365,118 +372,81 @@ export class ModelPuller {
    * does not matter here: put-backs and redeliveries after a worker died are no fault of the
    * item, and its deadline bounds them. Failed attempts are counted where they fail.
    */
-  async #decode(messages: readonly WorkMessage[]): Promise<PulledItem[]> {
-    const items: PulledItem[] = [];
+  async #decode(messages: readonly WorkMessage[]): Promise<PulledMessage[]> {
+    const decoded: PulledMessage[] = [];
     for (const msg of messages) {
-      const item = decodePulled(msg);
-      if (item === undefined) {
+      const pulled = decodePulled(msg);
+      if (pulled === undefined) {
         this.#o.logger.error(
           { subject: msg.subject, seq: msg.streamSequence },
           "malformed work item dead-lettered",
         );
         await deadLetter(this.#o.js, this.#o.model.key, msg, "malformed work item", this.#o.logger);
       } else {
-        items.push(item);
+        decoded.push(pulled);
       }
     }
-    return items;
+    return decoded;
   }
 
-  /** Answers items with an error and moves them to the dead-letter stream. */
-  async #giveUp(items: readonly PulledItem[], message: string): Promise<void> {
-    if (items.length === 0) return;
+  /** Answers messages' items with an error and moves the messages to the dead-letter stream. */
+  async #giveUp(messages: readonly PulledMessage[], message: string): Promise<void> {
+    if (messages.length === 0) return;
     publishErrors(
       this.#o.nc,
       this.#o.workerId,
-      items.map((p) => p.item),
+      messages.flatMap((m) => m.items.map((p) => p.item)),
       ErrorCode.INTERNAL,
       message,
     );
     await this.#o.nc.flush();
-    for (const p of items) {
-      await deadLetter(this.#o.js, this.#o.model.key, p.msg, message, this.#o.logger);
+    for (const m of messages) {
+      await deadLetter(this.#o.js, this.#o.model.key, m.msg, message, this.#o.logger);
     }
   }
 
-  async #answerExpired(expired: readonly PulledItem[]): Promise<void> {
+  async #answerExpired(expired: readonly PulledMessage[]): Promise<void> {
     if (expired.length === 0) return;
     publishErrors(
       this.#o.nc,
       this.#o.workerId,
-      expired.map((p) => p.item),
+      expired.flatMap((m) => m.items.map((p) => p.item)),
       ErrorCode.DEADLINE_EXCEEDED,
-      "deadline passed while queued",
+      EXPIRED,
     );
     await this.#o.nc.flush();
-    for (const p of expired) p.msg.ack();
+    for (const m of expired) m.msg.ack();
   }
 
-  async #execute(sidecar: SidecarClient, batch: readonly PulledItem[]): Promise<void> {
+  async #execute(sidecar: SidecarClient, batch: readonly PulledMessage[]): Promise<void> {
     const { nc, tracer, workerId, model } = this.#o;
     const startedUs = wallClockUs();
-    const batchTokens = batch.reduce((n, p) => n + p.totalTokens, 0);
-    const spans = batch.map((p) => ({
-      p,
-      ...this.#traceItem(tracer, p, batch.length, batchTokens),
+    const { live, expired } = splitExpired(batch, Date.now());
+    const answers: Answer[] = expired.map((p) => ({
+      item: p.item,
+      outcome: { case: "error", code: ErrorCode.DEADLINE_EXCEEDED, message: EXPIRED },
     }));
-    const inputs = batch.flatMap((p) => p.inputTexts);
+    const batchTokens = live.reduce((n, p) => n + p.item.totalTokens, 0);
+    const spans = live.map((p) => ({
+      p,
+      ...this.#traceItem(tracer, p, live.length, batchTokens),
+    }));
+    const inputs = live.flatMap((p) => p.inputTexts);
     const progress = setInterval(() => {
-      for (const p of batch) p.msg.working();
+      for (const m of batch) m.msg.working();
     }, this.#o.progressIntervalMs);
     try {
-      if (model.family !== "embedding") {
+      if (live.length === 0) {
+        // Every item of the batch expired while it formed: answered above, nothing to run.
+      } else if (model.family !== "embedding") {
         const items = spans.map((s) => ({ p: s.p, ctx: trace.setSpan(s.parent, s.span) }));
         this.#latency.observe(await runHeadBatch(sidecar, this.#o, items, startedUs, batchTokens));
-        await nc.flush();
-        for (const p of batch) p.msg.ack();
-        for (const s of spans) s.span.end();
-        return;
-      }
-      const result = await sidecar.embed({
-        model: model.key,
-        inputs,
-        truncate: true,
-        timeoutMs: this.#o.batchTimeoutMs,
-        traceparents: spans
-          .map((s) => traceparentOf(trace.setSpan(s.parent, s.span)))
-          .filter((t): t is string => t !== undefined),
-      });
-      this.#latency.observe({
-        sequences: inputs.length,
-        paddedTokens: inputs.length * Math.max(1, ...result.tokens),
-        micros: result.computeUs,
-      });
-      const rowBytes = result.dim * 4;
-      const times = {
-        startedUs,
-        computeUs: result.computeUs,
-        batchItems: inputs.length,
-        batchTokens,
-      };
-      const answers: Answer[] = [];
-      let row = 0;
-      for (const { p } of spans) {
-        const n = p.inputs;
-        const truncated = result.truncated.slice(row, row + n);
-        const refused = overLengthAnswer(p, truncated, model);
-        answers.push({
-          item: p.item,
-          outcome: refused ?? {
-            case: "embed",
-            value: create(EmbedResultSchema, {
-              dim: result.dim,
-              embeddings: result.embeddings.subarray(row * rowBytes, (row + n) * rowBytes),
-              tokens: result.tokens.slice(row, row + n),
-              truncated,
-            }),
-          },
-          timings: refused ? undefined : itemTimings(p, times),
-        });
-        row += n;
+      } else {
+        answers.push(...(await this.#embed(sidecar, spans, inputs, startedUs, batchTokens)));
       }
       publishAnswers(nc, workerId, answers);
       await nc.flush();
-      for (const p of batch) p.msg.ack();
+      for (const m of batch) m.msg.ack();
       for (const s of spans) {
         if (this.#o.logger.isLevelEnabled("debug")) {
           context.with(trace.setSpan(s.parent, s.span), () => {
@@ -501,17 +471,71 @@ export class ModelPuller {
     }
   }
 
+  /** One sidecar call over the batch's texts; each item's rows become its answer. */
+  async #embed(
+    sidecar: SidecarClient,
+    spans: readonly { readonly p: PulledItem; readonly span: Span; readonly parent: Context }[],
+    inputs: readonly string[],
+    startedUs: number,
+    batchTokens: number,
+  ): Promise<Answer[]> {
+    const { model } = this.#o;
+    const result = await sidecar.embed({
+      model: model.key,
+      inputs: [...inputs],
+      truncate: true,
+      timeoutMs: this.#o.batchTimeoutMs,
+      traceparents: spans
+        .map((s) => traceparentOf(trace.setSpan(s.parent, s.span)))
+        .filter((t): t is string => t !== undefined),
+    });
+    this.#latency.observe({
+      sequences: inputs.length,
+      paddedTokens: inputs.length * Math.max(1, ...result.tokens),
+      micros: result.computeUs,
+    });
+    const rowBytes = result.dim * 4;
+    const times = {
+      startedUs,
+      computeUs: result.computeUs,
+      batchItems: inputs.length,
+      batchTokens,
+    };
+    const answers: Answer[] = [];
+    let row = 0;
+    for (const { p } of spans) {
+      const n = p.inputs;
+      const truncated = result.truncated.slice(row, row + n);
+      const refused = overLengthAnswer(p, truncated, model);
+      answers.push({
+        item: p.item,
+        outcome: refused ?? {
+          case: "embed",
+          value: create(EmbedResultSchema, {
+            dim: result.dim,
+            embeddings: result.embeddings.subarray(row * rowBytes, (row + n) * rowBytes),
+            tokens: result.tokens.slice(row, row + n),
+            truncated,
+          }),
+        },
+        timings: refused ? undefined : itemTimings(p, times),
+      });
+      row += n;
+    }
+    return answers;
+  }
+
   /**
-   * A batch the sidecar could not run. Items go back for another attempt until they have had
-   * `maxDeliver`; then the client hears the cause and the item is dead-lettered.
+   * A batch the sidecar could not run. Messages go back for another attempt until they have
+   * had `maxDeliver`; then the client hears the cause and the message is dead-lettered.
    */
-  async #failed(batch: readonly PulledItem[], err: unknown): Promise<void> {
-    this.#o.logger.error({ err, model: this.#o.model.id, items: batch.length }, "batch failed");
-    const exhausted = batch.filter((p) => attemptOf(p.msg) >= this.#o.maxDeliver);
+  async #failed(batch: readonly PulledMessage[], err: unknown): Promise<void> {
+    this.#o.logger.error({ err, model: this.#o.model.id, messages: batch.length }, "batch failed");
+    const exhausted = batch.filter((m) => attemptOf(m.msg) >= this.#o.maxDeliver);
     await Promise.all(
       batch
-        .filter((p) => !exhausted.includes(p))
-        .map((p) => retryLater(this.#o.js, p.msg, this.#o.logger)),
+        .filter((m) => !exhausted.includes(m))
+        .map((m) => retryLater(this.#o.js, m.msg, this.#o.logger)),
     );
     const message =
       err instanceof SidecarError ? `${err.code}: ${err.message}` : "inference failed";
@@ -524,7 +548,7 @@ export class ModelPuller {
     p: PulledItem,
     batchItems: number,
     batchTokens: number,
-  ): { span: Span; parent: typeof p.parent } {
+  ): { span: Span; parent: Context } {
     const common = {
       "shoal.request_id": p.item.requestId,
       "shoal.part": p.item.part,
@@ -535,7 +559,7 @@ export class ModelPuller {
         "queue.wait",
         {
           startTime: Number(p.item.enqueuedUnixUs) / 1000,
-          attributes: { ...common, "shoal.delivery": p.msg.deliveryCount },
+          attributes: { ...common, "shoal.delivery": p.delivery },
         },
         p.parent,
       )
@@ -555,4 +579,23 @@ export class ModelPuller {
     );
     return { span, parent: p.parent };
   }
+}
+
+/** Why an item was answered instead of computed: its deadline passed before its batch ran. */
+const EXPIRED = "deadline passed while queued";
+
+/** A batch's items, less those whose deadline has passed (answered, never computed). */
+function splitExpired(
+  batch: readonly PulledMessage[],
+  nowUnixMs: number,
+): { live: PulledItem[]; expired: PulledItem[] } {
+  const live: PulledItem[] = [];
+  const expired: PulledItem[] = [];
+  for (const m of batch) {
+    for (const p of m.items) {
+      const deadline = Number(p.item.deadlineUnixMs);
+      (deadline !== 0 && deadline <= nowUnixMs ? expired : live).push(p);
+    }
+  }
+  return { live, expired };
 }

@@ -2,50 +2,86 @@ import { fromBinary } from "@bufbuild/protobuf";
 import type { Context } from "@opentelemetry/api";
 import type { BatchCandidate } from "@shoal/batching";
 import type { WorkMessage } from "@shoal/jetstream";
-import { WorkItemSchema, type WorkItem } from "@shoal/proto";
-import { extractContext, natsHeaderCarrier, wallClockUs } from "@shoal/telemetry";
+import { WorkBundleSchema, type WorkItem } from "@shoal/proto";
+import { extractContext, traceFieldsCarrier, wallClockUs } from "@shoal/telemetry";
 
-/** One pulled work item, decoded, with what batch formation and tracing need. */
-export interface PulledItem extends BatchCandidate {
-  readonly msg: WorkMessage;
+/** One work item of a pulled message, decoded, with what its answer and its trace need. */
+export interface PulledItem {
   readonly item: WorkItem;
   readonly inputTexts: readonly string[];
+  /** Rows it adds to a batch: `inputTexts.length`. */
+  readonly inputs: number;
   /** The query every text is scored against (rerank items only). */
   readonly query?: string | undefined;
   /** Whether the client accepts truncation (false: an over-long input is an error). */
   readonly truncate: boolean;
-  /** The trace context the annotator published the item under. */
+  /** The trace context the gateway queued the item under. */
   readonly parent: Context;
-  /** Wall clock when the worker received it, Unix µs. */
+  /** Wall clock when the worker received its message, Unix µs. */
   readonly pulledAtUs: number;
+  /** Deliveries of its message so far, this one included. */
+  readonly delivery: number;
+}
+
+/**
+ * A pulled work message (a `WorkBundle` of one or more items): the unit batches are formed
+ * from, put back, retried, dead-lettered and acked. Its items always run in the same batch,
+ * so the message is acked once, after all of them are answered.
+ */
+export interface PulledMessage extends BatchCandidate {
+  readonly msg: WorkMessage;
+  readonly items: readonly PulledItem[];
 }
 
 let arrivals = 0;
 
-/** Decodes a pulled message; undefined when it is not a WorkItem (poison). */
-export function decodePulled(msg: WorkMessage): PulledItem | undefined {
-  let item: WorkItem;
+/**
+ * Decodes a pulled message; undefined when it is not a `WorkBundle` of items this puller runs
+ * (poison). Its deadline is its items' latest, so the message expires only when all of them
+ * have; an item whose own deadline passed is answered as expired when the batch runs.
+ */
+export function decodePulled(msg: WorkMessage): PulledMessage | undefined {
+  let bundle;
   try {
-    item = fromBinary(WorkItemSchema, msg.data);
+    bundle = fromBinary(WorkBundleSchema, msg.data);
   } catch {
     return undefined;
   }
-  const task = taskTexts(item);
-  if (task === undefined || task.texts.length === 0) return undefined;
-  const inputs = task.texts;
+  if (bundle.items.length === 0) return undefined;
+  const pulledAtUs = wallClockUs();
+  const items: PulledItem[] = [];
+  for (const item of bundle.items) {
+    const task = taskTexts(item);
+    if (task === undefined || task.texts.length === 0) return undefined;
+    items.push({
+      item,
+      inputTexts: task.texts,
+      inputs: task.texts.length,
+      query: task.query,
+      truncate: task.truncate,
+      parent: extractContext(traceFieldsCarrier(item)),
+      pulledAtUs,
+      delivery: msg.deliveryCount,
+    });
+  }
+  let deadline = 0;
+  for (const { item } of items) {
+    const d = Number(item.deadlineUnixMs);
+    // One item without a deadline keeps the whole message alive.
+    if (d === 0) {
+      deadline = 0;
+      break;
+    }
+    deadline = Math.max(deadline, d);
+  }
   return {
     msg,
-    item,
-    inputTexts: inputs,
-    query: task.query,
-    truncate: task.truncate,
-    parent: extractContext(natsHeaderCarrier(msg.headers)),
-    pulledAtUs: wallClockUs(),
-    inputs: inputs.length,
-    maxInputTokens: item.maxInputTokens,
-    totalTokens: item.totalTokens,
-    priority: item.priority,
-    deadlineUnixMs: Number(item.deadlineUnixMs),
+    items,
+    inputs: items.reduce((n, p) => n + p.inputs, 0),
+    maxInputTokens: Math.max(...items.map((p) => p.item.maxInputTokens)),
+    totalTokens: items.reduce((n, p) => n + p.item.totalTokens, 0),
+    priority: Math.max(...items.map((p) => p.item.priority)),
+    deadlineUnixMs: deadline,
     arrival: arrivals++,
   };
 }

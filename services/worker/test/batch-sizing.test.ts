@@ -2,7 +2,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { workSubject } from "@shoal/jetstream";
-import { WorkItemSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
+import { WorkBundleSchema, WorkItemSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { MINILM, startPipeline, type Pipeline } from "./support.js";
 
@@ -41,7 +41,10 @@ async function queueBacklog(n: number): Promise<void> {
       totalTokens: 8,
       task: { case: "embed", value: { inputs: [`backlog item ${i}`], truncate: true } },
     });
-    await js.publish(workSubject("all-minilm-l6-v2", 16), toBinary(WorkItemSchema, item));
+    await js.publish(
+      workSubject("all-minilm-l6-v2", 16),
+      toBinary(WorkBundleSchema, create(WorkBundleSchema, { items: [item] })),
+    );
   }
 }
 

@@ -4,7 +4,13 @@ import { jetstream } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { BlobUploader, ensureBlobBucket, serveBlobs, type BlobServer } from "@shoal/blobs";
 import { workSubject } from "@shoal/jetstream";
-import { ErrorCode, WorkItemSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
+import {
+  ErrorCode,
+  WorkBundleSchema,
+  WorkItemSchema,
+  WorkResultsSchema,
+  type WorkResult,
+} from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
@@ -71,7 +77,7 @@ async function publishItem(
   });
   await jetstream(pipeline.nc).publish(
     workSubject("all-minilm-l6-v2", 256),
-    toBinary(WorkItemSchema, item),
+    toBinary(WorkBundleSchema, create(WorkBundleSchema, { items: [item] })),
   );
 }
 

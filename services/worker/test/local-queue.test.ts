@@ -12,7 +12,8 @@ let socketPath: string;
 let queue: ServiceHandle | undefined;
 
 beforeEach(async () => {
-  pipeline = await startPipeline();
+  // One message per request: the tests follow put-backs message by message.
+  pipeline = await startPipeline({ partMaxInputs: 1 });
   socketPath = join(await tempDir("lqw"), "local-queue.sock");
 });
 

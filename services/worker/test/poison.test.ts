@@ -2,7 +2,13 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import type { Subscription } from "@nats-io/transport-node";
 import { DEAD_LETTER_STREAM, Headers, workSubject } from "@shoal/jetstream";
-import { ErrorCode, WorkItemSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
+import {
+  ErrorCode,
+  WorkBundleSchema,
+  WorkItemSchema,
+  WorkResultsSchema,
+  type WorkResult,
+} from "@shoal/proto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MINILM, startPipeline, type Pipeline } from "./support.js";
 
@@ -82,7 +88,7 @@ it("answers a poison item with its cause after max deliveries and dead-letters i
   });
   await jetstream(pipeline.nc).publish(
     workSubject("all-minilm-l6-v2", 16),
-    toBinary(WorkItemSchema, item),
+    toBinary(WorkBundleSchema, create(WorkBundleSchema, { items: [item] })),
   );
   await until(() => Promise.resolve(received.some((r) => r.requestId === "poison-1")), 30_000);
   const answer = received.find((r) => r.requestId === "poison-1");
@@ -93,6 +99,8 @@ it("answers a poison item with its cause after max deliveries and dead-letters i
   await until(async () => (await deadLetters()).some((d) => d.reason === error.message), 10_000);
   const dead = (await deadLetters()).find((d) => d.reason === error.message);
   expect(dead?.deliveries).toBe("3");
-  expect(fromBinary(WorkItemSchema, dead?.data ?? new Uint8Array()).requestId).toBe("poison-1");
+  expect(
+    fromBinary(WorkBundleSchema, dead?.data ?? new Uint8Array()).items.map((i) => i.requestId),
+  ).toEqual(["poison-1"]);
   expect(received.filter((r) => r.requestId === "poison-1")).toHaveLength(1);
 });

@@ -10,7 +10,8 @@ let acks: Subscription;
 let mostDeliveriesPutBack = 0;
 
 beforeAll(async () => {
-  pipeline = await startPipeline();
+  // The gateway cuts work messages to the worker's batch ceiling, as a deployment would.
+  pipeline = await startPipeline({ partMaxPaddedTokens: 128 });
   // The worker acks by publishing to each delivery's `$JS.ACK…` subject, which carries the
   // delivery count; listening there shows how often an item was put back.
   acks = pipeline.nc.subscribe("$JS.ACK.>", {

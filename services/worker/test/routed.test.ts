@@ -9,7 +9,8 @@ let pipeline: Pipeline;
 let router: Router;
 
 beforeAll(async () => {
-  pipeline = await startPipeline();
+  // One message per request, so the router's round-robin is visible request by request.
+  pipeline = await startPipeline({ partMaxInputs: 1 });
   router = await Router.start({
     nc: pipeline.nc,
     policy: "round-robin",

@@ -6,7 +6,7 @@ import { Annotator } from "@shoal/annotation";
 import { compileCatalog } from "@shoal/config";
 import { StreamGateway, type GenerationEvent, type GenerationStream } from "@shoal/gateway";
 import { ensureModelConsumer, ensureWorkStream, pull, StreamPublisher } from "@shoal/jetstream";
-import { FinishReason, WorkItemSchema, type WorkItem } from "@shoal/proto";
+import { FinishReason, WorkBundleSchema, type WorkItem } from "@shoal/proto";
 import { createLogger } from "@shoal/telemetry";
 import { startNatsServer, tempDir, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -81,7 +81,7 @@ async function queued(): Promise<{
     const [msg] = await pull(nc, stream, consumer, { batch: 1, expiresMs: 1000 });
     if (msg !== undefined) {
       return {
-        item: fromBinary(WorkItemSchema, msg.data),
+        item: fromBinary(WorkBundleSchema, msg.data).items[0] as WorkItem,
         ack: () => {
           msg.ack();
         },

@@ -34,6 +34,14 @@ export interface Pipeline {
 export interface PipelineOptions {
   /** Requests the gateway holds at once before it refuses more. @default 10000 */
   readonly maxPending?: number;
+  /**
+   * Inputs one work message may carry (a part, or requests queued together). 1 gives every
+   * single-input request its own message, for tests that follow messages one by one.
+   * @default 64
+   */
+  readonly partMaxInputs?: number;
+  /** `inputs × longest` one work message may carry, in estimated tokens. @default 8192 */
+  readonly partMaxPaddedTokens?: number;
 }
 
 export async function startPipeline(options: PipelineOptions = {}): Promise<Pipeline> {
@@ -54,6 +62,8 @@ export async function startPipeline(options: PipelineOptions = {}): Promise<Pipe
       publisher: new StreamPublisher(nc),
       logger,
       tracer: trace.getTracer("test"),
+      partMaxInputs: options.partMaxInputs,
+      partMaxPaddedTokens: options.partMaxPaddedTokens,
     }),
   });
   const workers: ServiceHandle[] = [];
