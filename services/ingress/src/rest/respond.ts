@@ -4,7 +4,7 @@ import { encode } from "@msgpack/msgpack";
 import type { RequestError } from "@shoal/gateway";
 import { protocolError } from "../error-table.js";
 import { isMsgpack, MSGPACK_MEDIA_TYPE, type BodyFormat } from "./body.js";
-import { stringifyWithFloats } from "./json-floats.js";
+import { jsonWithFloats } from "./json-floats.js";
 
 export type HttpResponse = ServerResponse | Http2ServerResponse;
 
@@ -28,7 +28,7 @@ export function sendBody(
   headers: Record<string, string> = {},
 ): void {
   const msgpack = responseFormat(res) === "msgpack";
-  const payload = msgpack ? encode(body) : Buffer.from(stringifyWithFloats(body));
+  const payload = msgpack ? encode(body) : jsonWithFloats(body);
   res.writeHead(status, {
     "content-type": msgpack ? MSGPACK_MEDIA_TYPE : "application/json",
     "content-length": payload.byteLength.toString(),
