@@ -35,7 +35,10 @@ export interface OverheadOptions {
 }
 
 export const OVERHEAD_DEFAULTS = {
-  rates: [100, 200, 300, 400, 500, 600, 800, 1000, 1250, 1500, 2000, 2500, 3000, 4000, 5000, 6000],
+  rates: [
+    100, 200, 300, 400, 500, 600, 800, 1000, 1250, 1500, 2000, 2500, 3000, 4000, 5000, 6000, 7000,
+    8000,
+  ],
   stepSeconds: 8,
   warmupSeconds: 2,
   sloP99Ms: 100,
