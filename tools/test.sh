@@ -18,6 +18,8 @@ echo "[test] format"
 npx prettier --check . --log-level warn
 echo "[test] TypeScript: no import circles"
 npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.base.json libs services tools
+echo "[test] Rust: no new module circles"
+node --import tsx tools/check/rust-module-cycles.ts sidecar-rs
 echo "[test] TypeScript: lint, typecheck, test"
 npx nx run-many -t lint typecheck test --outputStyle=stream --skipNxCache 2>&1 | tee -a "${log}"
 echo "[test] Go (the bench's load generator): gofmt, vet, test"

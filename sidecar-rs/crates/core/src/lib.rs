@@ -9,15 +9,17 @@ mod backend;
 mod batch;
 mod device;
 mod error;
+mod family;
 mod generate;
 mod heads;
 mod stop;
 pub mod text;
 
-pub use backend::{Backend, ModelFamily};
+pub use backend::Backend;
 pub use batch::{EmbedBatch, Embeddings};
 pub use device::{DeviceSpec, ParseDeviceError};
 pub use error::BackendError;
+pub use family::ModelFamily;
 pub use generate::{
     AdapterInfo, ChatMessage, FinishReason, GenerateRequest, Generator, Prompt, Sampling,
     SequenceEvent, SequenceId,

@@ -10,9 +10,9 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::calls::generate::Streams;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::frame::{FrameError, read_frame, write_frame};
-use crate::generation::Streams;
 use crate::handler::{State, handle};
 use crate::response;
 

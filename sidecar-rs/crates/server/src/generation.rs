@@ -1,212 +1,22 @@
-//! The `generate` and `cancel` path: streaming answers and continuous batching.
-//!
-//! On the async side, [`generate`] queues a [`GenerateJob`] on the model's thread and turns the
-//! [`Event`]s that come back into `tokens` frames, written as they arrive, and one last `done`
-//! frame. On the model thread, [`serve`] runs the [`Generator`]: between two decode steps it
-//! takes every newly arrived sequence and every cancellation, so a request joins the batch at
-//! the next step and the socket never waits for a batch to finish.
+//! A generative model's thread: continuous batching. [`serve`] runs the [`Generator`]: between
+//! two decode steps it takes every newly arrived sequence and every cancellation, so a request
+//! joins the batch at the next step and the socket never waits for a batch to finish. The
+//! connection's side of a `generate` call is `calls::generate`.
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
-use opentelemetry::{Context, KeyValue};
-use serde::Serialize;
+use opentelemetry::KeyValue;
 use shoal_sidecar_core::{
-    Backend, FinishReason, GenerateRequest, Generator, ModelFamily, SequenceEvent, SequenceId,
+    Backend, FinishReason, Generator, ModelFamily, SequenceEvent, SequenceId,
 };
 use tokio::sync::mpsc;
 
 use crate::error::{ErrorCode, ProtocolError};
-use crate::registry::Registry;
-use crate::response;
-use crate::runner::{Counters, Job};
+use crate::job::{BatchJob, Counters, Event, GenerateJob, Job, micros, panic_message};
 use crate::trace;
-
-/// One `generate` request on its way to the model thread.
-pub(crate) struct GenerateJob {
-    pub request: GenerateRequest,
-    pub parent: Option<Context>,
-    pub enqueued: Instant,
-    /// Set by `cancel` or a closed connection; read by the model thread between steps.
-    pub cancelled: Arc<AtomicBool>,
-    /// Unbounded because the model thread must never block on one slow client; what one
-    /// sequence can queue is bounded by its `max_tokens`.
-    pub events: mpsc::UnboundedSender<Event>,
-}
-
-/// What the model thread reports about one sequence.
-#[derive(Debug)]
-pub(crate) enum Event {
-    Tokens {
-        text: String,
-        token_ids: Vec<u32>,
-    },
-    Done {
-        finish_reason: FinishReason,
-        prompt_tokens: usize,
-        completion_tokens: usize,
-        queue_us: u64,
-        compute_us: u64,
-    },
-    Failed(ProtocolError),
-}
-
-#[derive(Serialize)]
-struct TokensFrame<'a> {
-    event: &'static str,
-    text: &'a str,
-    token_ids: &'a [u32],
-}
-
-#[derive(Serialize)]
-struct DoneFrame {
-    event: &'static str,
-    finish_reason: &'static str,
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    queue_us: u64,
-    compute_us: u64,
-}
-
-#[derive(Serialize)]
-struct Cancelled {
-    cancelled: bool,
-}
-
-/// The generations in flight on one connection, by request id, so that `cancel` can reach
-/// them and a closed connection can stop them.
-#[derive(Default)]
-pub(crate) struct Streams {
-    cancels: Mutex<HashMap<u64, Arc<AtomicBool>>>,
-}
-
-impl Streams {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<AtomicBool>>> {
-        // Nothing panics while holding the lock.
-        self.cancels.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Flags request `target` for cancellation; false when it is not in flight.
-    pub(crate) fn cancel(&self, target: u64) -> bool {
-        match self.lock().get(&target) {
-            Some(flag) => !flag.swap(true, Ordering::Relaxed),
-            None => false,
-        }
-    }
-
-    /// Flags every generation of the connection; called when the client goes away.
-    pub(crate) fn cancel_all(&self) {
-        for flag in self.lock().values() {
-            flag.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Removes a request from its connection's [`Streams`] however its stream ends.
-struct Registered<'a> {
-    streams: &'a Streams,
-    id: u64,
-}
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        self.streams.lock().remove(&self.id);
-    }
-}
-
-/// The answer to `cancel`.
-pub(crate) fn cancel(streams: &Streams, id: u64, target: u64) -> Vec<u8> {
-    response::ok(
-        id,
-        &Cancelled {
-            cancelled: streams.cancel(target),
-        },
-    )
-}
-
-/// Runs request `id` on `model`, sending `tokens` frames through `responses` as they come, and
-/// returns the final `done` frame.
-pub(crate) async fn generate(
-    registry: &Registry,
-    streams: &Streams,
-    responses: &mpsc::Sender<Vec<u8>>,
-    id: u64,
-    model: &str,
-    request: GenerateRequest,
-    parent: Option<Context>,
-) -> Result<Vec<u8>, ProtocolError> {
-    let handle = registry.get(model)?;
-    if handle.info.family != ModelFamily::Generate {
-        return Err(ProtocolError::bad_request(format!(
-            "model `{model}` is a `{}` model; `generate` needs a `generate` model",
-            handle.info.family
-        )));
-    }
-    let cancelled = Arc::new(AtomicBool::new(false));
-    streams.lock().insert(id, Arc::clone(&cancelled));
-    let _registered = Registered { streams, id };
-    let (events, mut rx) = mpsc::unbounded_channel();
-    handle
-        .submit_job(Job::Generate(GenerateJob {
-            request,
-            parent,
-            enqueued: Instant::now(),
-            cancelled: Arc::clone(&cancelled),
-            events,
-        }))
-        .await?;
-    // Holding the handle while streaming would make an unload wait on this client.
-    drop(handle);
-    while let Some(event) = rx.recv().await {
-        match event {
-            Event::Tokens { text, token_ids } => {
-                let frame = response::ok(
-                    id,
-                    &TokensFrame {
-                        event: "tokens",
-                        text: &text,
-                        token_ids: &token_ids,
-                    },
-                );
-                if responses.send(frame).await.is_err() {
-                    // The writer is gone with the client: stop computing for it.
-                    cancelled.store(true, Ordering::Relaxed);
-                    return Err(ProtocolError::new(
-                        ErrorCode::Internal,
-                        "the client went away",
-                    ));
-                }
-            }
-            Event::Done {
-                finish_reason,
-                prompt_tokens,
-                completion_tokens,
-                queue_us,
-                compute_us,
-            } => {
-                return Ok(response::ok(
-                    id,
-                    &DoneFrame {
-                        event: "done",
-                        finish_reason: finish_reason.as_str(),
-                        prompt_tokens: prompt_tokens as u64,
-                        completion_tokens: completion_tokens as u64,
-                        queue_us,
-                        compute_us,
-                    },
-                ));
-            }
-            Event::Failed(error) => return Err(error),
-        }
-    }
-    Err(ProtocolError::new(
-        ErrorCode::Internal,
-        format!("model `{model}` stopped before finishing the sequence"),
-    ))
-}
 
 /// A sequence the model thread is running.
 struct Live {
@@ -218,15 +28,11 @@ struct Live {
 }
 
 /// Refuses a batch job sent to a generative model.
-fn refuse_batch(job: crate::runner::BatchJob, family: ModelFamily) {
+fn refuse_batch(job: BatchJob, family: ModelFamily) {
     let _ = job.reply.send(Err(ProtocolError::bad_request(format!(
         "models of family `{family}` answer `generate`, not `{}`",
         job.work.span_name().trim_start_matches("sidecar.")
     ))));
-}
-
-fn micros(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// The model thread's loop for a generative model: continuous batching until every sender is
@@ -291,10 +97,7 @@ pub(crate) fn serve(
         let events = match stepped {
             Ok(events) => events,
             Err(panic) => {
-                let message = format!(
-                    "generation panicked: {}",
-                    crate::runner::panic_message(panic.as_ref())
-                );
+                let message = format!("generation panicked: {}", panic_message(panic.as_ref()));
                 tracing::error!(model, message, "a decode step panicked");
                 for (id, l) in live.drain() {
                     generator.cancel(id);
@@ -372,7 +175,7 @@ fn admit(
                 ErrorCode::Internal,
                 format!(
                     "admitting the sequence panicked: {}",
-                    crate::runner::panic_message(panic.as_ref())
+                    panic_message(panic.as_ref())
                 ),
             )));
         }

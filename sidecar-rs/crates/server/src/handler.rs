@@ -9,9 +9,10 @@ use shoal_sidecar_candle::{GgufWeightMode, LoadOptions};
 use shoal_sidecar_core::EmbedBatch;
 use tokio::sync::mpsc;
 
-use crate::adapters;
+use crate::calls::adapter;
+use crate::calls::batch;
+use crate::calls::generate::{self, Streams};
 use crate::error::{ErrorCode, ProtocolError};
-use crate::generation::{self, Streams};
 use crate::heads;
 use crate::options::BackendKind;
 use crate::registry::Registry;
@@ -19,7 +20,7 @@ use crate::request::{self, Limits, Op, Request};
 use crate::response;
 use crate::runner::LoadSpec;
 use crate::trace;
-use crate::work::{self, Answer, Work};
+use crate::work::{Answer, Work};
 
 /// What every connection shares.
 pub(crate) struct State {
@@ -229,7 +230,7 @@ async fn dispatch(
                 inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
                 truncate,
             });
-            let (done, _) = work::run(&state.registry, model, work, parents).await?;
+            let (done, _) = batch::run(&state.registry, model, work, parents).await?;
             let Answer::Embeddings {
                 dim,
                 embeddings,
@@ -270,15 +271,15 @@ async fn dispatch(
             request: job,
         } => {
             let parent = request.traceparent.and_then(trace::parse);
-            generation::generate(&state.registry, streams, responses, id, model, job, parent).await
+            generate::generate(&state.registry, streams, responses, id, model, job, parent).await
         }
-        Op::Cancel { target } => Ok(generation::cancel(streams, id, target)),
+        Op::Cancel { target } => Ok(generate::cancel(streams, id, target)),
         Op::LoadAdapter {
             model,
             adapter,
             path,
         } => {
-            let (info, load_us) = adapters::load(&state.registry, model, adapter, path).await?;
+            let (info, load_us) = adapter::load(&state.registry, model, adapter, path).await?;
             Ok(response::ok(
                 id,
                 &response::AdapterLoaded {
@@ -291,7 +292,7 @@ async fn dispatch(
             ))
         }
         Op::UnloadAdapter { model, adapter } => {
-            adapters::unload(&state.registry, model, adapter).await?;
+            adapter::unload(&state.registry, model, adapter).await?;
             tracing::info!(model, adapter, "unloaded an adapter");
             Ok(response::ok(
                 id,

@@ -5,11 +5,12 @@ use opentelemetry::Context;
 use serde::Serialize;
 use shoal_sidecar_core::{EmbedBatch, PairBatch};
 
+use crate::calls::batch;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::registry::Registry;
 use crate::request::HeadInputs;
 use crate::response;
-use crate::work::{self, Answer, Work};
+use crate::work::{Answer, Work};
 
 #[derive(Serialize)]
 struct Scored<'a> {
@@ -79,7 +80,7 @@ pub(crate) async fn answer(
             truncate,
         }),
     };
-    let (done, labels) = work::run(registry, model, work, parents).await?;
+    let (done, labels) = batch::run(registry, model, work, parents).await?;
     let (queue_us, compute_us) = (done.queue_us, done.compute_us);
     let count = done.answer.count() as u64;
     Ok(match &done.answer {

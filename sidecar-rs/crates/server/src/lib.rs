@@ -4,6 +4,7 @@
 //! `main` parses [`Options`] and calls [`run`]; tests start a [`Sidecar`] in-process.
 
 mod adapters;
+mod calls;
 mod connection;
 mod error;
 mod frame;
@@ -12,6 +13,7 @@ mod fuzz;
 mod generation;
 mod handler;
 mod heads;
+mod job;
 mod msgpack;
 mod openai_load;
 mod options;

@@ -8,23 +8,24 @@
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::KeyValue;
 use shoal_sidecar_candle::{CandleRuntime, LoadOptions};
 use shoal_sidecar_core::{AdapterInfo, Backend, ModelFamily};
 use shoal_sidecar_openai::{OpenAiBackend, OpenAiConfig};
 use shoal_sidecar_sim::{Profile, SimBackend, SimParams};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::adapters::{self, AdapterJob};
+use crate::adapters;
 use crate::error::{ErrorCode, ProtocolError};
-use crate::generation::{self, Event, GenerateJob};
+use crate::generation;
+use crate::job::{BatchDone, BatchJob, Counters, Event, Job, micros, panic_message};
 use crate::options::BackendKind;
 use crate::trace;
-use crate::work::{Answer, Work};
+use crate::work::Answer;
 
 /// What to load, and on which runtime.
 #[derive(Debug, Clone)]
@@ -86,41 +87,6 @@ pub(crate) struct ModelInfo {
     pub labels: Vec<String>,
 }
 
-/// Counters since load, written by the model thread and read by `stats` without waiting for it.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub batches: AtomicU64,
-    pub items: AtomicU64,
-    pub tokens: AtomicU64,
-    pub busy_us: AtomicU64,
-    /// `generate` models: sequences finished and tokens they generated.
-    pub sequences: AtomicU64,
-    pub generated_tokens: AtomicU64,
-}
-
-/// What a model thread is asked to do.
-pub(crate) enum Job {
-    Batch(BatchJob),
-    Generate(GenerateJob),
-    Adapter(AdapterJob),
-}
-
-/// One batch request (`embed`, `score`, `classify`, `extract`) on its way to the model thread.
-pub(crate) struct BatchJob {
-    pub work: Work,
-    /// Each distinct trace the batch belongs to; the compute span is recorded under each.
-    pub parents: Vec<Context>,
-    pub enqueued: Instant,
-    pub reply: oneshot::Sender<Result<BatchDone, ProtocolError>>,
-}
-
-/// A finished batch, ready to be written as a response.
-pub(crate) struct BatchDone {
-    pub answer: Answer,
-    pub queue_us: u64,
-    pub compute_us: u64,
-}
-
 /// The async side's view of a resident model. Clones of the `Arc` holding it keep the model
 /// thread alive: the thread exits once every sender is gone and the queue is drained.
 pub(crate) struct ModelHandle {
@@ -153,18 +119,6 @@ impl ModelHandle {
             )
         })
     }
-}
-
-fn micros(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// Starts a thread for `name`, loads `spec` on it and returns once the model is ready. The

@@ -1,15 +1,7 @@
 //! What one batch job asks of a model's backend, and the answer, already encoded for the
 //! wire on the model thread so that the socket loop only copies bytes.
 
-use std::time::Instant;
-
-use opentelemetry::Context;
 use shoal_sidecar_core::{Backend, BackendError, EmbedBatch, Entity, PairBatch};
-use tokio::sync::oneshot;
-
-use crate::error::{ErrorCode, ProtocolError};
-use crate::registry::Registry;
-use crate::runner::{BatchDone, BatchJob};
 
 /// The batch operations a model thread runs one at a time.
 #[derive(Debug, Clone)]
@@ -132,35 +124,4 @@ impl Answer {
     pub(crate) fn total_tokens(&self) -> u64 {
         self.tokens().iter().map(|&t| u64::from(t)).sum()
     }
-}
-
-/// Queues `work` on `model`'s thread and waits for its answer. Also returns the model's
-/// labels, which `classify` answers carry.
-pub(crate) async fn run(
-    registry: &Registry,
-    model: &str,
-    work: Work,
-    parents: Vec<Context>,
-) -> Result<(BatchDone, Vec<String>), ProtocolError> {
-    let handle = registry.get(model)?;
-    let (reply, done) = oneshot::channel();
-    handle
-        .submit(BatchJob {
-            work,
-            parents,
-            enqueued: Instant::now(),
-            reply,
-        })
-        .await?;
-    let labels = handle.info.labels.clone();
-    // Holding the handle while waiting would make an unload wait for this response even
-    // though the job is already queued, which is all unload promises to finish.
-    drop(handle);
-    let done = done.await.map_err(|_| {
-        ProtocolError::new(
-            ErrorCode::Internal,
-            format!("model `{model}` stopped before answering"),
-        )
-    })??;
-    Ok((done, labels))
 }
