@@ -24,7 +24,8 @@
  *   the quickstart's path with a simulated model whose batches cost nothing, single-input
  *   embeddings from the compiled open-loop generator over `--protocols rest,grpc,msgpack`;
  *   reports each protocol's knee and CPU µs per request of every process (`--rates 100,200,…`
- *   replaces the default steps, `--step-seconds` their length).
+ *   replaces the default steps, `--step-seconds` their length, `--ingresses N` runs ingress as
+ *   N replicas on one port).
  *
  * `--workload` replaces the scenario's workload file and `--steps N` keeps only its first N
  * rates (a quick look); each sweep stops two steps past its knee. `--bundle <file>` runs the
@@ -106,6 +107,11 @@ if (values.scenario === "overhead" && values.out !== undefined) {
     console.error(`--rates and --step-seconds take positive numbers\n${usage}`);
     process.exit(2);
   }
+  const ingressProcesses = Number(values.ingresses);
+  if (!Number.isInteger(ingressProcesses) || ingressProcesses < 1) {
+    console.error(`--ingresses takes a positive integer\n${usage}`);
+    process.exit(2);
+  }
   await mkdir(values.out, { recursive: true });
   await benchOverhead({
     ...OVERHEAD_DEFAULTS,
@@ -113,6 +119,7 @@ if (values.scenario === "overhead" && values.out !== undefined) {
     protocols,
     rates: [...rates].sort((a, b) => a - b),
     stepSeconds,
+    ingressProcesses,
   });
   process.exit(0);
 }
@@ -127,7 +134,9 @@ if (values.compare !== undefined && (values.compare !== "router" || scenario !==
 }
 const ingresses = Number(values.ingresses);
 if ((values.device !== "cpu" || ingresses !== 1) && scenario !== "minilm") {
-  console.error(`--device and --ingresses are for the minilm scenario\n${usage}`);
+  console.error(
+    `--device is for the minilm scenario, --ingresses for minilm and overhead\n${usage}`,
+  );
   process.exit(2);
 }
 if (!Number.isSafeInteger(ingresses) || ingresses < 1) {

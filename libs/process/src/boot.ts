@@ -1,6 +1,8 @@
+import cluster from "node:cluster";
 import type { LevelWithSilent } from "pino";
 import { createLogger, startTracing, type Logger, type Tracing } from "@shoal/telemetry";
 import type { Env } from "./env.js";
+import { SHUTDOWN_MESSAGE } from "./replicas.js";
 
 export interface Booted {
   readonly logger: Logger;
@@ -41,6 +43,17 @@ export function exitOnSignal(stop: () => Promise<void>, booted: Booted, graceMs 
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // A replica's supervisor asks by message; asking twice, or after a Ctrl-C that reached the
+  // replica too, is not a second signal.
+  process.on("message", (message) => {
+    if (message === SHUTDOWN_MESSAGE && !stopping) onSignal("SIGTERM");
+  });
+  // A replica whose supervisor is gone would otherwise serve on, unmanaged.
+  if (cluster.isWorker) {
+    process.on("disconnect", () => {
+      if (!stopping) onSignal("SIGTERM");
+    });
+  }
 }
 
 /** Ends a `main` that failed to start: log the cause, exit non-zero. */

@@ -4,3 +4,4 @@ export type { Booted } from "./boot.js";
 export { envInt, envList, envOptional, envRequired, envString } from "./env.js";
 export type { Env } from "./env.js";
 export { bundleFromEnv, catalogFromEnv } from "./catalog.js";
+export { superviseReplicas } from "./replicas.js";

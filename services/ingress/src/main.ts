@@ -6,29 +6,39 @@ import {
   envString,
   exitOnSignal,
   failStart,
+  superviseReplicas,
 } from "@shoal/process";
 import { run } from "./run.js";
 
 const env = process.env;
 const booted = bootService("ingress", env);
-try {
-  const catalog = await catalogFromEnv(env);
-  const ingress = await run({
-    natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
-    catalog,
-    port: envInt(env, "SHOAL_PORT"),
-    host: envOptional(env, "SHOAL_HOST"),
-    partMaxPaddedTokens: envInt(env, "SHOAL_PART_MAX_PADDED_TOKENS"),
-    partMaxInputs: envInt(env, "SHOAL_PART_MAX_INPUTS"),
-    maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),
-    offloadThresholdBytes: envInt(env, "SHOAL_OFFLOAD_THRESHOLD_BYTES"),
-    defaultTimeoutMs: envInt(env, "SHOAL_DEFAULT_TIMEOUT_MS"),
-    maxPending: envInt(env, "SHOAL_MAX_PENDING"),
-    maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),
-    logger: booted.logger,
-    tracer: booted.tracing.tracer,
-  });
-  exitOnSignal(() => ingress.stop(), booted);
-} catch (err) {
-  failStart(booted, err);
+const processes = envInt(env, "SHOAL_INGRESS_PROCESSES") ?? 1;
+if (processes > 1 && superviseReplicas(processes, booted) === "supervisor") {
+  // This process only supervises: the replicas serve the port.
+} else {
+  await serve();
+}
+
+async function serve(): Promise<void> {
+  try {
+    const catalog = await catalogFromEnv(env);
+    const ingress = await run({
+      natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+      catalog,
+      port: envInt(env, "SHOAL_PORT"),
+      host: envOptional(env, "SHOAL_HOST"),
+      partMaxPaddedTokens: envInt(env, "SHOAL_PART_MAX_PADDED_TOKENS"),
+      partMaxInputs: envInt(env, "SHOAL_PART_MAX_INPUTS"),
+      maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),
+      offloadThresholdBytes: envInt(env, "SHOAL_OFFLOAD_THRESHOLD_BYTES"),
+      defaultTimeoutMs: envInt(env, "SHOAL_DEFAULT_TIMEOUT_MS"),
+      maxPending: envInt(env, "SHOAL_MAX_PENDING"),
+      maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),
+      logger: booted.logger,
+      tracer: booted.tracing.tracer,
+    });
+    exitOnSignal(() => ingress.stop(), booted);
+  } catch (err) {
+    failStart(booted, err);
+  }
 }

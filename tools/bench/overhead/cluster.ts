@@ -14,23 +14,25 @@ import {
   tempDir,
   type ServiceHandle,
 } from "@shoal/testing";
-import { childPid } from "./proc-cpu.js";
+import { childPid, childPids } from "./proc-cpu.js";
 
 /** The one model the bench sends to: MiniLM's tokenizer and shape, simulated compute. */
 export const OVERHEAD_MODEL = "sim/zero-cost";
 
 export interface OverheadCluster {
   readonly baseUrl: string;
-  /** Every cluster process by role, for the CPU accounting. */
-  readonly pids: Readonly<Record<string, number>>;
+  /** Every cluster process by role (ingress: its supervisor and replicas), for CPU accounting. */
+  readonly pids: Readonly<Record<string, readonly number[]>>;
   stop(): Promise<void>;
 }
 
 /**
- * @param serviceEnv extra environment for every Node service, e.g.
- *   `{ NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/prof" }` to see where their CPU goes.
+ * @param ingressProcesses `SHOAL_INGRESS_PROCESSES`: more than one runs ingress as replicas
+ *   sharing the port under a supervisor.
+ * @param serviceEnv extra environment for every Node service.
  */
 export async function startOverheadCluster(
+  ingressProcesses = 1,
   serviceEnv: Readonly<Record<string, string>> = {},
 ): Promise<OverheadCluster> {
   const dir = await tempDir("bench-overhead");
@@ -72,6 +74,7 @@ export async function startOverheadCluster(
         SHOAL_PORT: String(port),
         SHOAL_HOST: "127.0.0.1",
         SHOAL_MAX_PENDING: "100000",
+        SHOAL_INGRESS_PROCESSES: String(ingressProcesses),
       },
       readyMessage: "ingress listening",
     });
@@ -79,15 +82,25 @@ export async function startOverheadCluster(
     return {
       baseUrl: `http://127.0.0.1:${port}`,
       pids: {
-        ingress: ingress.pid,
-        "nats-server": nats.pid,
-        worker: worker.pid,
-        sidecar: await childPid(worker.pid, "shoal-sidecar"),
+        ingress: [ingress.pid, ...(await replicasOf(ingress.pid, ingressProcesses))],
+        "nats-server": [nats.pid],
+        worker: [worker.pid],
+        sidecar: [await childPid(worker.pid, "shoal-sidecar")],
       },
       stop,
     };
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** The replicas of a supervisor started with `count` of them; none when it serves alone. */
+async function replicasOf(supervisor: number, count: number): Promise<number[]> {
+  if (count <= 1) return [];
+  for (;;) {
+    const replicas = await childPids(supervisor);
+    if (replicas.length >= count) return replicas;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

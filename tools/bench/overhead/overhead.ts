@@ -32,6 +32,8 @@ export interface OverheadOptions {
   readonly tokens: number;
   /** The rate whose CPU figures compare runs at equal load, whatever their knees. */
   readonly referenceRps: number;
+  /** Ingress processes sharing the port (`SHOAL_INGRESS_PROCESSES`). */
+  readonly ingressProcesses: number;
 }
 
 export const OVERHEAD_DEFAULTS = {
@@ -44,6 +46,7 @@ export const OVERHEAD_DEFAULTS = {
   sloP99Ms: 100,
   tokens: 10,
   referenceRps: 200,
+  ingressProcesses: 1,
 } as const;
 
 /** What the generator printed for one step (tools/openloop's JSON). */
@@ -71,7 +74,7 @@ interface OverheadStep extends GeneratorStep {
 }
 
 export async function benchOverhead(options: OverheadOptions): Promise<void> {
-  const cluster = await startOverheadCluster();
+  const cluster = await startOverheadCluster(options.ingressProcesses);
   try {
     const idle = await idleRates(cluster);
     const results: Record<string, unknown> = {};
@@ -86,6 +89,7 @@ export async function benchOverhead(options: OverheadOptions): Promise<void> {
       step_seconds: options.stepSeconds,
       warmup_seconds: options.warmupSeconds,
       reference_rps: options.referenceRps,
+      ingress_processes: options.ingressProcesses,
       machine: { cpus: cpus().length, model: cpus()[0]?.model ?? "unknown" },
       generator: "tools/openloop (Go, compiled), one process",
       idle_cpu_us_per_s: idle,

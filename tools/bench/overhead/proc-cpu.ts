@@ -26,13 +26,32 @@ async function stat(pid: number): Promise<Stat> {
   return { ppid: Number(fields[1]), comm, cpuUs: (ticks * 1e6) / TICKS_PER_S };
 }
 
-/** CPU µs so far of each named process. */
+/**
+ * CPU µs so far of each named role, summed over its processes (a supervisor and its replicas).
+ * A process that has exited counts nothing from then on.
+ */
 export async function cpuUs(
-  pids: Readonly<Record<string, number>>,
+  pids: Readonly<Record<string, readonly number[]>>,
 ): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const [name, pid] of Object.entries(pids)) out[name] = (await stat(pid)).cpuUs;
+  for (const [name, group] of Object.entries(pids)) {
+    let sum = 0;
+    for (const pid of group) sum += (await stat(pid).catch(() => undefined))?.cpuUs ?? 0;
+    out[name] = sum;
+  }
   return out;
+}
+
+/** Pids of every child of `parent`. */
+export async function childPids(parent: number): Promise<number[]> {
+  const children: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    const s = await stat(pid).catch(() => undefined);
+    if (s?.ppid === parent) children.push(pid);
+  }
+  return children;
 }
 
 /** The pid of `parent`'s child whose command name starts with `comm`. */
