@@ -18,6 +18,17 @@ describe("rust module circles", () => {
     ]);
   });
 
+  it("reads a path that starts at a child module in an expression", () => {
+    const graph = crate({
+      models: "pub mod bert; pub trait Encoder {}\nfn build() { bert::BertModel::load(); }",
+      "models::bert": "use super::Encoder; pub struct BertModel;",
+    });
+    expect(graph.get("models")).toEqual(new Set(["models::bert"]));
+    expect(cyclesOf(graph).map((c) => c.members)).toEqual([
+      ["crate::models", "crate::models::bert"],
+    ]);
+  });
+
   it("follows re-exports to the module that defines an item", () => {
     // `crate::Error` is error's, re-exported by the root: backend → error, not backend → root.
     const graph = crate({

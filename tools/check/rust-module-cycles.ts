@@ -212,11 +212,22 @@ function referencedPaths(source: string): NamedPath[] {
       }
     }
   }
+  const code = source.replace(useTree, "");
   const inline = new RegExp(`\\b(crate|super)((?:::${IDENT})+)`, "g");
-  for (const m of source.replace(useTree, "").matchAll(inline)) {
+  for (const m of code.matchAll(inline)) {
     paths.push({
       base: m[1] as "crate" | "super",
       segments: (m[2] as string).split("::").filter((s) => s !== ""),
+    });
+  }
+  // A path that starts at a child module, `heads::decode(…)`: `resolve` keeps it only when
+  // the first name is a child of the module it is in.
+  const relative = new RegExp(`(?<![:\\w])(${IDENT})((?:::${IDENT})+)`, "g");
+  for (const m of code.matchAll(relative)) {
+    if (m[1] === "crate" || m[1] === "super" || m[1] === "self") continue;
+    paths.push({
+      base: "use",
+      segments: [m[1] as string, ...(m[2] as string).split("::").filter((s) => s !== "")],
     });
   }
   return paths;

@@ -4,7 +4,7 @@ use shoal_sidecar_openai::{OpenAiConfig, OpenAiSettings};
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Malformed, Reader};
-use crate::request::{count, string, wrong_type};
+use crate::request::values::{count, string, wrong_type};
 
 /// Reads the map. Like `sim`, it is closed configuration: an unknown key is refused, since a
 /// misspelt `timeout_ms` silently replaced by its default would surface only under load.

@@ -2,109 +2,23 @@
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Malformed, Reader};
-use crate::options::BackendKind;
-use shoal_sidecar_candle::Precision;
-use shoal_sidecar_openai::{OpenAiConfig, OpenAiSettings};
-use shoal_sidecar_sim::{SimOverrides, SimParams};
 
+mod fields;
 mod generate;
 mod heads;
+mod op;
+pub(crate) mod values;
 
-pub(crate) use heads::HeadInputs;
-
-/// A decoded request, borrowing its strings from the frame body.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Request<'a> {
-    pub id: u64,
-    /// W3C trace context of the caller, when sent.
-    pub traceparent: Option<&'a str>,
-    pub op: Op<'a>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Op<'a> {
-    Health,
-    Stats,
-    Load {
-        model: &'a str,
-        /// Required for Candle; for the simulated backend it only supplies the tokenizer.
-        path: Option<&'a str>,
-        /// `None` leaves the choice to `--backend`.
-        backend: Option<BackendKind>,
-        /// The `sim` map, resolved against its calibration profile and range-checked.
-        sim: Option<SimParams>,
-        /// The `openai` map, validated.
-        openai: Option<OpenAiConfig>,
-        /// Candle: expand a GGUF's quantized matrices to f32 at load.
-        dequantize: Option<bool>,
-        /// Candle: what an encoder computes in.
-        dtype: Option<Precision>,
-    },
-    Unload {
-        model: &'a str,
-    },
-    /// A LoRA adapter for a resident generator, loaded under `adapter` from directory `path`.
-    LoadAdapter {
-        model: &'a str,
-        adapter: &'a str,
-        path: &'a str,
-    },
-    UnloadAdapter {
-        model: &'a str,
-        adapter: &'a str,
-    },
-    Embed {
-        model: &'a str,
-        inputs: Vec<&'a str>,
-        truncate: bool,
-        traceparents: Vec<&'a str>,
-    },
-    /// `score`, `classify` or `extract`, which `inputs` tells apart.
-    Head {
-        model: &'a str,
-        inputs: HeadInputs<'a>,
-        truncate: bool,
-        traceparents: Vec<&'a str>,
-    },
-    /// One sequence; its answers stream.
-    Generate {
-        model: &'a str,
-        request: shoal_sidecar_core::GenerateRequest,
-    },
-    /// Cancels the `generate` request `target` of the same connection.
-    Cancel {
-        target: u64,
-    },
-}
-
-impl Op<'_> {
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            Op::Health => "health",
-            Op::Stats => "stats",
-            Op::Load { .. } => "load",
-            Op::Unload { .. } => "unload",
-            Op::LoadAdapter { .. } => "load_adapter",
-            Op::UnloadAdapter { .. } => "unload_adapter",
-            Op::Embed { .. } => "embed",
-            Op::Head { inputs, .. } => inputs.op_name(),
-            Op::Generate { .. } => "generate",
-            Op::Cancel { .. } => "cancel",
-        }
-    }
-}
+use fields::Fields;
+pub(crate) use fields::Limits;
+pub(crate) use op::{HeadInputs, Op, Request};
+use values::missing;
 
 /// A request that cannot be served, with the id to answer it under (0 when none was read).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rejected {
     pub id: u64,
     pub error: ProtocolError,
-}
-
-/// Limits the decoder enforces.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub max_batch_items: usize,
 }
 
 fn bad_frame(id: u64, message: impl Into<String>) -> Rejected {
@@ -199,8 +113,11 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
             adapter: fields.adapter.ok_or_else(|| reject(missing("adapter")))?,
         },
         "score" | "classify" | "extract" => heads::decode(op, fields).map_err(reject)?,
-        "generate" => generate::decode_generate(fields).map_err(reject)?,
-        "cancel" => generate::decode_cancel(&fields).map_err(reject)?,
+        "generate" => {
+            generate::decode_generate(fields.required_model().map_err(reject)?, fields.generate)
+                .map_err(reject)?
+        }
+        "cancel" => generate::decode_cancel(fields.target).map_err(reject)?,
         _ => {
             let model = fields.required_model().map_err(reject)?;
             let inputs = fields.inputs.ok_or_else(|| reject(missing("inputs")))?;
@@ -222,33 +139,6 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
         traceparent,
         op,
     })
-}
-
-fn too_many_inputs(field: &str, count: u64, max: usize) -> ProtocolError {
-    ProtocolError::bad_request(format!(
-        "`{field}` has {count} items, more than the limit of {max}"
-    ))
-}
-
-/// Longest adapter name, bytes.
-pub(crate) const MAX_ADAPTER_NAME_BYTES: usize = 128;
-
-/// An adapter name: 1..=[`MAX_ADAPTER_NAME_BYTES`] bytes of printable ASCII.
-fn adapter_name<'a>(field: &str, value: Item<'a>) -> Result<&'a str, ProtocolError> {
-    let name = string(field, value)?;
-    if name.is_empty()
-        || name.len() > MAX_ADAPTER_NAME_BYTES
-        || !name.bytes().all(|b| b.is_ascii_graphic())
-    {
-        return Err(ProtocolError::bad_request(format!(
-            "`{field}` must be 1..={MAX_ADAPTER_NAME_BYTES} printable ASCII characters"
-        )));
-    }
-    Ok(name)
-}
-
-fn missing(field: &str) -> ProtocolError {
-    ProtocolError::bad_request(format!("`{field}` is required"))
 }
 
 /// First pass: the map header, every key, `id` and `op`. Skipping every other value also
@@ -312,268 +202,10 @@ fn envelope(body: &[u8]) -> Result<(u64, Option<&str>), Rejected> {
     Ok((id, op))
 }
 
-/// Second pass: the fields `op` uses, type-checked. Fields other operations use are ignored,
-/// as are unknown keys, so that clients can add fields without breaking older sidecars. A nil
-/// value counts as absent.
-#[derive(Default)]
-struct Fields<'a> {
-    traceparent: Option<&'a str>,
-    model: Option<&'a str>,
-    path: Option<&'a str>,
-    inputs: Option<Vec<&'a str>>,
-    /// `score`: the two sides of each pair.
-    queries: Option<Vec<&'a str>>,
-    documents: Option<Vec<&'a str>>,
-    truncate: Option<bool>,
-    traceparents: Option<Vec<&'a str>>,
-    backend: Option<BackendKind>,
-    sim: Option<SimOverrides>,
-    openai: Option<OpenAiSettings>,
-    dequantize: Option<bool>,
-    dtype: Option<Precision>,
-    /// `load_adapter` and `unload_adapter`: the adapter's name.
-    adapter: Option<&'a str>,
-    /// `generate`: prompt and sampling.
-    generate: generate::GenerateFields<'a>,
-    /// `cancel`: the request to cancel.
-    target: Option<u64>,
-}
-
-impl<'a> Fields<'a> {
-    fn read(body: &'a [u8], op: &str, limits: Limits) -> Result<Self, ProtocolError> {
-        let mut r = Reader::new(body);
-        let mut fields = Fields::default();
-        // The envelope pass proved the structure, so reader errors here cannot happen; they
-        // are still mapped rather than unwrapped.
-        let broken = |e: Malformed| ProtocolError::new(ErrorCode::BadFrame, e.to_string());
-        let Item::Map(len) = r.next().map_err(broken)? else {
-            return Err(ProtocolError::new(
-                ErrorCode::BadFrame,
-                "body must be a map",
-            ));
-        };
-        for _ in 0..len {
-            let Item::Str(key) = r.next().map_err(broken)? else {
-                return Err(ProtocolError::new(
-                    ErrorCode::BadFrame,
-                    "map keys must be strings",
-                ));
-            };
-            let value = r.next().map_err(broken)?;
-            if value == Item::Nil {
-                continue;
-            }
-            match (op, key) {
-                (_, b"traceparent") => fields.traceparent = Some(string("traceparent", value)?),
-                (
-                    "load" | "unload" | "embed" | "score" | "classify" | "extract" | "generate"
-                    | "load_adapter" | "unload_adapter",
-                    b"model",
-                ) => fields.model = Some(string("model", value)?),
-                ("load" | "load_adapter", b"path") => fields.path = Some(string("path", value)?),
-                ("load_adapter" | "unload_adapter", b"adapter") => {
-                    fields.adapter = Some(adapter_name("adapter", value)?)
-                }
-                ("generate", key) if generate::GenerateFields::owns(key) => {
-                    fields.generate.read(&mut r, key, value)?
-                }
-                ("cancel", b"target") => fields.target = Some(count("target", value)?),
-                ("load", b"backend") => {
-                    let name = string("backend", value)?;
-                    fields.backend = Some(BackendKind::from_name(name).ok_or_else(|| {
-                        ProtocolError::bad_request(format!(
-                            "`backend` must be `candle`, `sim` or `openai`, got `{}`",
-                            name.escape_debug()
-                        ))
-                    })?)
-                }
-                ("load", b"sim") => fields.sim = Some(sim_overrides(&mut r, value)?),
-                ("load", b"openai") => {
-                    fields.openai = Some(crate::openai_load::settings(&mut r, value)?)
-                }
-                ("load", b"dequantize") => match value {
-                    Item::Bool(v) => fields.dequantize = Some(v),
-                    other => return Err(wrong_type("dequantize", "a bool", other)),
-                },
-                ("load", b"dtype") => {
-                    let name = string("dtype", value)?;
-                    fields.dtype = Some(Precision::from_name(name).ok_or_else(|| {
-                        ProtocolError::bad_request(format!(
-                            "`dtype` must be one of {}, got `{}`",
-                            Precision::NAMES.map(|n| format!("`{n}`")).join(", "),
-                            name.escape_debug()
-                        ))
-                    })?)
-                }
-                ("embed" | "score" | "classify" | "extract", b"truncate") => match value {
-                    Item::Bool(v) => fields.truncate = Some(v),
-                    other => return Err(wrong_type("truncate", "a bool", other)),
-                },
-                ("embed" | "classify" | "extract", b"inputs") => {
-                    fields.inputs = Some(strings(
-                        &mut r,
-                        "inputs",
-                        value,
-                        Some(limits.max_batch_items),
-                    )?)
-                }
-                ("score", b"queries") => {
-                    fields.queries = Some(strings(
-                        &mut r,
-                        "queries",
-                        value,
-                        Some(limits.max_batch_items),
-                    )?)
-                }
-                ("score", b"documents") => {
-                    fields.documents = Some(strings(
-                        &mut r,
-                        "documents",
-                        value,
-                        Some(limits.max_batch_items),
-                    )?)
-                }
-                ("embed" | "score" | "classify" | "extract", b"traceparents") => {
-                    fields.traceparents = Some(strings(&mut r, "traceparents", value, None)?)
-                }
-                _ => r.skip_children(value).map_err(broken)?,
-            }
-        }
-        Ok(fields)
-    }
-
-    fn required_model(&self) -> Result<&'a str, ProtocolError> {
-        match self.model {
-            Some("") => Err(ProtocolError::bad_request("`model` must not be empty")),
-            Some(model) => Ok(model),
-            None => Err(missing("model")),
-        }
-    }
-}
-
-/// The `sim` map of `load`. Unlike the request map itself, unknown keys are refused: the map
-/// is closed configuration, and a misspelt cost term silently replaced by its default would
-/// make a scale test measure something other than what it says.
-fn sim_overrides<'a>(r: &mut Reader<'a>, value: Item<'a>) -> Result<SimOverrides, ProtocolError> {
-    let Item::Map(len) = value else {
-        return Err(wrong_type("sim", "a map", value));
-    };
-    let broken = |e: Malformed| ProtocolError::new(ErrorCode::BadFrame, e.to_string());
-    let mut out = SimOverrides::default();
-    for _ in 0..len {
-        let key = match r.next().map_err(broken)? {
-            Item::Str(key) => key,
-            other => {
-                return Err(ProtocolError::bad_request(format!(
-                    "`sim` keys must be strings, got {}",
-                    other.type_name()
-                )));
-            }
-        };
-        let value = r.next().map_err(broken)?;
-        if value == Item::Nil {
-            continue;
-        }
-        match key {
-            b"profile" => out.profile = Some(string("sim.profile", value)?.to_owned()),
-            b"dim" => out.dim = Some(count("sim.dim", value)?),
-            b"max_input_tokens" => {
-                out.max_input_tokens = Some(count("sim.max_input_tokens", value)?)
-            }
-            b"memory_bytes" => out.memory_bytes = Some(count("sim.memory_bytes", value)?),
-            b"fixed_us" => out.fixed_us = Some(number("sim.fixed_us", value)?),
-            b"per_sequence_us" => out.per_sequence_us = Some(number("sim.per_sequence_us", value)?),
-            b"per_padded_token_ns" => {
-                out.per_padded_token_ns = Some(number("sim.per_padded_token_ns", value)?)
-            }
-            other => {
-                return Err(ProtocolError::bad_request(format!(
-                    "unknown `sim` field `{}`; expected profile, dim, max_input_tokens, \
-                     memory_bytes, fixed_us, per_sequence_us or per_padded_token_ns",
-                    String::from_utf8_lossy(other).escape_debug()
-                )));
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn negative(field: &str) -> ProtocolError {
-    ProtocolError::bad_request(format!("`{field}` must not be negative"))
-}
-
-pub(crate) fn count(field: &str, value: Item<'_>) -> Result<u64, ProtocolError> {
-    match value {
-        Item::Uint(v) => Ok(v),
-        Item::Int(_) => Err(negative(field)),
-        other => Err(wrong_type(field, "a non-negative integer", other)),
-    }
-}
-
-fn number(field: &str, value: Item<'_>) -> Result<f64, ProtocolError> {
-    match value {
-        Item::Uint(v) => Ok(v as f64),
-        Item::Float(v) if v < 0.0 => Err(negative(field)),
-        Item::Float(v) => Ok(v),
-        Item::Int(_) => Err(negative(field)),
-        other => Err(wrong_type(field, "a non-negative number", other)),
-    }
-}
-
-pub(crate) fn wrong_type(field: &str, expected: &str, got: Item<'_>) -> ProtocolError {
-    ProtocolError::bad_request(format!(
-        "`{field}` must be {expected}, got {}",
-        got.type_name()
-    ))
-}
-
-pub(crate) fn string<'a>(field: &str, value: Item<'a>) -> Result<&'a str, ProtocolError> {
-    match value {
-        Item::Str(bytes) => std::str::from_utf8(bytes)
-            .map_err(|_| ProtocolError::bad_request(format!("`{field}` is not valid UTF-8"))),
-        other => Err(wrong_type(field, "a string", other)),
-    }
-}
-
-fn strings<'a>(
-    r: &mut Reader<'a>,
-    field: &str,
-    value: Item<'a>,
-    max: Option<usize>,
-) -> Result<Vec<&'a str>, ProtocolError> {
-    let Item::Array(len) = value else {
-        return Err(wrong_type(field, "an array of strings", value));
-    };
-    // Refused from the header alone, before a single element is read.
-    if let Some(max) = max
-        && len as usize > max
-    {
-        return Err(too_many_inputs(field, u64::from(len), max));
-    }
-    // Capacity is bounded by the body: every element takes at least one byte.
-    let mut out = Vec::new();
-    for index in 0..len {
-        let item = r
-            .next()
-            .map_err(|e| ProtocolError::new(ErrorCode::BadFrame, e.to_string()))?;
-        match item {
-            Item::Str(_) => out.push(string(field, item).map_err(|_| {
-                ProtocolError::bad_request(format!("`{field}[{index}]` is not valid UTF-8"))
-            })?),
-            other => {
-                return Err(ProtocolError::bad_request(format!(
-                    "`{field}[{index}]` must be a string, got {}",
-                    other.type_name()
-                )));
-            }
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::BackendKind;
     use rmpv::Value as V;
 
     const LIMITS: Limits = Limits { max_batch_items: 3 };

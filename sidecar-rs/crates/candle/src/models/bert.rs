@@ -14,7 +14,7 @@ use candle_core::{DType, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, Module, VarBuilder, embedding, layer_norm, linear};
 use serde::Deserialize;
 
-use super::Encoder;
+use super::encoder::Encoder;
 use crate::LoadError;
 
 /// The fields of `config.json` the encoder needs.

@@ -19,7 +19,7 @@ use std::path::Path;
 use candle_core::{DType, Device, Result, Tensor};
 use serde::Deserialize;
 
-use super::llama::{Config, RopeLayout};
+use super::llama_config::{Config, RopeLayout};
 use crate::LoadError;
 
 /// Largest rank accepted. Adapters are meant to be small next to their base; a rank this high

@@ -6,7 +6,8 @@ use std::hash::{BuildHasher, Hasher};
 
 use shoal_sidecar_core::{ChatMessage, GenerateRequest, Prompt, Sampling};
 
-use super::{Fields, Op, count, missing, string, strings, wrong_type};
+use super::op::Op;
+use super::values::{adapter_name, count, missing, string, strings, wrong_type};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Malformed, Reader};
 
@@ -65,7 +66,7 @@ impl<'a> GenerateFields<'a> {
             b"top_k" => self.top_k = Some(count("top_k", value)?),
             b"seed" => self.seed = Some(count("seed", value)?),
             b"stop" => self.stop = Some(strings(r, "stop", value, Some(MAX_STOPS))?),
-            b"adapter" => self.adapter = Some(super::adapter_name("adapter", value)?),
+            b"adapter" => self.adapter = Some(adapter_name("adapter", value)?),
             _ => r.skip_children(value).map_err(broken)?,
         }
         Ok(())
@@ -140,9 +141,10 @@ fn random_seed() -> u64 {
 }
 
 /// Builds the [`Op`] of a `generate` request.
-pub(super) fn decode_generate<'a>(fields: Fields<'a>) -> Result<Op<'a>, ProtocolError> {
-    let model = fields.required_model()?;
-    let g = fields.generate;
+pub(super) fn decode_generate<'a>(
+    model: &'a str,
+    g: GenerateFields<'a>,
+) -> Result<Op<'a>, ProtocolError> {
     let prompt = match (g.prompt, g.messages) {
         (Some(prompt), None) => Prompt::Text(prompt.to_owned()),
         (None, Some(messages)) if messages.is_empty() => {
@@ -208,9 +210,9 @@ pub(super) fn decode_generate<'a>(fields: Fields<'a>) -> Result<Op<'a>, Protocol
 }
 
 /// Builds the [`Op`] of a `cancel` request.
-pub(super) fn decode_cancel<'a>(fields: &Fields<'a>) -> Result<Op<'a>, ProtocolError> {
+pub(super) fn decode_cancel<'a>(target: Option<u64>) -> Result<Op<'a>, ProtocolError> {
     Ok(Op::Cancel {
-        target: fields.target.ok_or_else(|| missing("target"))?,
+        target: target.ok_or_else(|| missing("target"))?,
     })
 }
 

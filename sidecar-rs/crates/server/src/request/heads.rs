@@ -1,31 +1,9 @@
 //! `score`, `classify` and `extract` requests: the batches of the non-generative task heads.
 
-use super::{Fields, Op, missing};
+use super::fields::Fields;
+use super::op::{HeadInputs, Op};
+use super::values::missing;
 use crate::error::ProtocolError;
-
-/// What a task-head batch holds; the variant is the operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HeadInputs<'a> {
-    /// `score`: pair `i` is `(queries[i], documents[i])`.
-    Pairs {
-        queries: Vec<&'a str>,
-        documents: Vec<&'a str>,
-    },
-    /// `classify`: one text per row.
-    Classify(Vec<&'a str>),
-    /// `extract`: one text per row.
-    Extract(Vec<&'a str>),
-}
-
-impl HeadInputs<'_> {
-    pub(crate) fn op_name(&self) -> &'static str {
-        match self {
-            HeadInputs::Pairs { .. } => "score",
-            HeadInputs::Classify(_) => "classify",
-            HeadInputs::Extract(_) => "extract",
-        }
-    }
-}
 
 fn non_empty<'a>(field: &str, items: Option<Vec<&'a str>>) -> Result<Vec<&'a str>, ProtocolError> {
     let items = items.ok_or_else(|| missing(field))?;
