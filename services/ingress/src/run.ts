@@ -13,7 +13,7 @@ import {
   drainOrClose,
   StreamPublisher,
 } from "@shoal/jetstream";
-import { Health, InferenceService } from "@shoal/proto";
+import { Health, InferenceService, reflectionV1, reflectionV1alpha } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
 import { healthRoutes } from "./connect/health-service.js";
 import { inferenceRoutes } from "./connect/inference-service.js";
@@ -24,6 +24,7 @@ import { listenDual } from "./listen.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
 import { isGrpcEmbed, serveGrpcEmbed } from "./grpc/embed.js";
 import { refuseOversizedRpc } from "./connect/body-limit.js";
+import { refuseWrongMethod, rpcPaths } from "./connect/method-check.js";
 import { ResidencyView } from "@shoal/residency";
 
 /**
@@ -159,11 +160,19 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     },
   });
   const rest = { gateway, streams, tracer, logger, maxBodyBytes };
+  const rpcs = rpcPaths([
+    InferenceService,
+    Health,
+    reflectionV1.ServerReflection,
+    reflectionV1alpha.ServerReflection,
+  ]);
   const server = await listenDual(
     (req, res) => {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (isRestPath(path)) {
         void handleRest(req, res, rest);
+      } else if (refuseWrongMethod(req, res, path, rpcs)) {
+        return;
       } else if (refuseOversizedRpc(req, res, maxBodyBytes)) {
         return;
       } else if (req.httpVersionMajor === 2 && isGrpcEmbed(req as Http2ServerRequest)) {

@@ -166,6 +166,21 @@ describe("Connect clients", () => {
     }
   });
 
+  it("answers a wrong method on an RPC's path with 405, Allow: POST and a JSON error body", async () => {
+    for (const method of ["GET", "PUT", "DELETE"]) {
+      const res = await fetch(`${cluster.baseUrl}/shoal.inference.v1.InferenceService/Embed`, {
+        method,
+      });
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST");
+      const body = (await res.json()) as { code: string; message: string };
+      expect(body.code).toBe("unimplemented");
+      expect(body.message).toContain(`${method} is not allowed`);
+    }
+    // An unknown path stays a 404 whatever the method.
+    expect((await fetch(`${cluster.baseUrl}/nope`)).status).toBe(404);
+  });
+
   it("answers a malformed protobuf body with gRPC's INTERNAL and keeps serving", async () => {
     // connect-es reports an unparseable binary message as INTERNAL, as grpc-go and the gRPC
     // status-code table do; the reason stays one line and the process keeps serving.
