@@ -18,6 +18,8 @@ echo "[test] format"
 npx prettier --check . --log-level warn
 echo "[test] TypeScript: no import circles"
 npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.base.json libs services tools
+echo "[test] every package declares what it imports"
+node --import tsx tools/check/package-dependencies.ts
 echo "[test] Rust: no new module circles"
 node --import tsx tools/check/rust-module-cycles.ts sidecar-rs
 echo "[test] TypeScript: lint, typecheck, test"
