@@ -3,7 +3,9 @@
  * table answered from the reply subject, and the domain errors protocols translate.
  */
 export { Gateway } from "./gateway.js";
-export type { EmbedCall, EmbedOutcome, GatewayOptions, RequestTimings } from "./gateway.js";
+export type { GatewayOptions } from "./gateway.js";
+export type { EmbedCall, EmbedOutcome, RequestTimings } from "./embed.js";
+export type { Submitted, TaskCall, WorkTask } from "./submission.js";
 export type { AdapterResolver, ListedAdapter } from "./adapter-resolver.js";
 export { PublishedAdapters } from "./published-adapters.js";
 export {

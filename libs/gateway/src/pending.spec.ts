@@ -25,7 +25,7 @@ describe("PendingRequests", () => {
     expect(pending.settle(answer("r", 0), noError)).toBe(true);
     expect(pending.settle(answer("r", 1), noError)).toBe(true);
     const done = await held.answer;
-    expect(done.parts.map((p) => p.tokens[0])).toEqual([0, 1, 2]);
+    expect(done.outcomes.map((o) => o.value.tokens[0])).toEqual([0, 1, 2]);
     expect(pending.size).toBe(0);
   });
 
@@ -47,7 +47,7 @@ describe("PendingRequests", () => {
     expect(pending.settle(answer("other", 0), noError)).toBe(false);
     pending.settle(answer("r", 1), noError);
     const done = await held.answer;
-    expect(done.parts[0]?.tokens[0]).toBe(7);
+    expect(done.outcomes[0]?.value.tokens[0]).toBe(7);
     expect(pending.settle(answer("r", 1), noError)).toBe(false);
     expect(pending.duplicates).toBe(4);
   });

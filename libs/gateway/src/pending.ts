@@ -1,4 +1,4 @@
-import type { EmbedResult, Timings, WorkResult } from "@shoal/proto";
+import type { Timings, WorkResult } from "@shoal/proto";
 import type { RequestError } from "./errors.js";
 
 /** A part's answer that is not an error: embeddings, scores, labels or entities. */
@@ -9,8 +9,6 @@ export type PartOutcome = Extract<
 
 /** What one finished request carried back from its parts, in part order. */
 export interface Assembled {
-  /** The embed results among `outcomes`. */
-  readonly parts: readonly EmbedResult[];
   readonly outcomes: readonly PartOutcome[];
   readonly timings: readonly (Timings | undefined)[];
 }
@@ -109,7 +107,6 @@ export class PendingRequests {
     const ordered = [...entry.received.entries()].sort(([a], [b]) => a - b).map(([, v]) => v);
     const outcomes = ordered.map((v) => v.outcome);
     entry.resolve({
-      parts: outcomes.flatMap((o) => (o.case === "embed" ? [o.value] : [])),
       outcomes,
       timings: ordered.map((v) => v.timings),
     });

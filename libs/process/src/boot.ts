@@ -9,8 +9,23 @@ export interface Booted {
   readonly tracing: Tracing;
 }
 
+/**
+ * Set when a replica's supervisor asked it to stop (or went away) before `exitOnSignal` was
+ * called, i.e. while the service was still starting: the request is kept, not dropped.
+ */
+let stopAskedWhileStarting = false;
+
 /** Logger and tracing for a service's `main`, from the standard variables. */
 export function bootService(service: string, env: Env): Booted {
+  if (cluster.isWorker) {
+    const early = (message?: unknown): void => {
+      if (message === undefined || message === SHUTDOWN_MESSAGE) stopAskedWhileStarting = true;
+    };
+    process.on("message", early);
+    process.once("disconnect", () => {
+      early();
+    });
+  }
   const tracing = startTracing({ serviceName: `shoal-${service}`, env });
   const logger = createLogger({
     service,
@@ -53,6 +68,7 @@ export function exitOnSignal(stop: () => Promise<void>, booted: Booted, graceMs 
     process.on("disconnect", () => {
       if (!stopping) onSignal("SIGTERM");
     });
+    if (stopAskedWhileStarting || !process.connected) onSignal("SIGTERM");
   }
 }
 

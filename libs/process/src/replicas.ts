@@ -32,12 +32,18 @@ export function superviseReplicas(
   const { logger } = booted;
   let stopping = false;
   const started = new Map<Worker, number>();
+  /** Replicas serving the port: those not yet have no clients and nothing to drain. */
+  const listening = new Set<Worker>();
+  cluster.on("listening", (worker) => {
+    listening.add(worker);
+  });
   const fork = (): void => {
     started.set(cluster.fork(), Date.now());
   };
   cluster.on("exit", (worker, code, signal) => {
     const since = Date.now() - (started.get(worker) ?? 0);
     started.delete(worker);
+    listening.delete(worker);
     if (stopping) {
       if (started.size === 0) {
         void booted.tracing.shutdown().finally(() => process.exit(0));
@@ -54,7 +60,10 @@ export function superviseReplicas(
     logger.info({ signal, replicas: started.size }, "shutting down replicas");
     setTimeout(() => process.exit(1), graceMs).unref();
     if (started.size === 0) process.exit(0);
-    for (const worker of started.keys()) worker.send(SHUTDOWN_MESSAGE);
+    for (const worker of started.keys()) {
+      if (listening.has(worker)) worker.send(SHUTDOWN_MESSAGE);
+      else worker.process.kill("SIGTERM");
+    }
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);

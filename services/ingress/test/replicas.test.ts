@@ -58,7 +58,8 @@ afterAll(async () => {
 /** Pids of the supervisor's replicas. */
 function replicas(): number[] {
   try {
-    return execFileSync("pgrep", ["-P", String(ingress.pid)], { encoding: "utf8" })
+    // Node children only: tsx may run an esbuild service beside them.
+    return execFileSync("pgrep", ["-x", "node", "-P", String(ingress.pid)], { encoding: "utf8" })
       .trim()
       .split("\n")
       .filter((line) => line !== "")

@@ -1,35 +1,22 @@
 import { create } from "@bufbuild/protobuf";
-import type { NatsConnection } from "@nats-io/transport-node";
-import type { Context } from "@opentelemetry/api";
-import type { LatencyObservation } from "@shoal/batching";
-import type { ModelEntry } from "@shoal/config";
 import { ClassifyResultSchema, ExtractResultSchema, ScoreResultSchema } from "@shoal/proto";
 import { toFloat32Array, type SidecarClient } from "@shoal/sidecar-client";
 import { traceparentOf } from "@shoal/telemetry";
 import { overLengthAnswer } from "./over-length.js";
-import { publishAnswers, type Answer, type AnswerOutcome } from "./answers.js";
+import type { Answer, AnswerOutcome } from "./answers.js";
+import type { FamilyBatch, FamilyBatchContext, FamilyBatchResult } from "./family-batch.js";
 import { itemTimings } from "./timings.js";
-import type { PulledItem } from "./pulled-item.js";
-
-export interface HeadBatchContext {
-  readonly nc: NatsConnection;
-  readonly workerId: string;
-  readonly model: ModelEntry;
-  readonly batchTimeoutMs: number;
-}
 
 /**
  * Runs a batch for a rerank, classify or extract model — one sidecar call over every item's
- * texts, as embeddings run — and publishes each item's answer. Returns what the latency model
- * learns from. The caller flushes and acks, as for embeddings.
+ * texts, as embeddings run — and gives each item its part of the result.
  */
 export async function runHeadBatch(
   sidecar: SidecarClient,
-  hc: HeadBatchContext,
-  items: readonly { readonly p: PulledItem; readonly ctx: Context }[],
-  startedUs: number,
-  batchTokens: number,
-): Promise<LatencyObservation> {
+  hc: FamilyBatchContext,
+  batch: FamilyBatch,
+): Promise<FamilyBatchResult> {
+  const { items, startedUs, batchTokens } = batch;
   const texts = items.flatMap(({ p }) => p.inputTexts);
   const traceparents = items
     .map(({ ctx }) => traceparentOf(ctx))
@@ -92,10 +79,12 @@ export async function runHeadBatch(
     row += n;
     return { item: p.item, outcome, timings: refused ? undefined : itemTimings(p, times) };
   });
-  publishAnswers(hc.nc, hc.workerId, answers);
   return {
-    sequences: texts.length,
-    paddedTokens: texts.length * Math.max(1, ...tokens),
-    micros: computeUs,
+    answers,
+    observation: {
+      sequences: texts.length,
+      paddedTokens: texts.length * Math.max(1, ...tokens),
+      micros: computeUs,
+    },
   };
 }

@@ -23,11 +23,12 @@ import {
 import type { BlobStore } from "@shoal/blobs";
 import type { ModelEntry } from "@shoal/config";
 import { pull, type WorkMessage } from "@shoal/jetstream";
-import { create } from "@bufbuild/protobuf";
-import { EmbedResultSchema, ErrorCode } from "@shoal/proto";
+import { ErrorCode } from "@shoal/proto";
 import { SidecarError, SidecarTimeoutError, type SidecarClient } from "@shoal/sidecar-client";
-import { traceparentOf, wallClockUs, type Logger } from "@shoal/telemetry";
+import { wallClockUs, type Logger } from "@shoal/telemetry";
 import { publishAnswers, publishErrors, type Answer } from "./answers.js";
+import { runEmbedBatch } from "./embed-batch.js";
+import type { FamilyBatchRunner } from "./family-batch.js";
 import { runHeadBatch } from "./head-batch.js";
 import { BlobInputs } from "./blob-inputs.js";
 import { deadLetter } from "./dead-letter.js";
@@ -35,8 +36,6 @@ import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
 import type { LocalHandOff } from "./local-hand-off.js";
 import { decodePulled, type PulledItem, type PulledMessage } from "./pulled-item.js";
-import { overLengthAnswer } from "./over-length.js";
-import { itemTimings } from "./timings.js";
 
 export interface ModelPullerOptions {
   readonly nc: NatsConnection;
@@ -140,6 +139,8 @@ export class ModelPuller {
   readonly #target: LatencyTarget;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #blobs: BlobInputs;
+  /** How this model's family runs a batch on the sidecar. */
+  readonly #runner: FamilyBatchRunner;
   /**
    * A long poll still open on JetStream: a pull request cannot be withdrawn, so when the local
    * queue answered first it is kept for the next round rather than abandoned with a message.
@@ -157,6 +158,7 @@ export class ModelPuller {
     );
     this.#target = compileLatencyTargetOptions({ maxTargetMicros: options.batchTargetMs * 1000 });
     this.#blobs = new BlobInputs(options);
+    this.#runner = options.model.family === "embedding" ? runEmbedBatch : runHeadBatch;
   }
 
   start(): void {
@@ -419,7 +421,7 @@ export class ModelPuller {
   }
 
   async #execute(sidecar: SidecarClient, batch: readonly PulledMessage[]): Promise<void> {
-    const { nc, tracer, workerId, model } = this.#o;
+    const { nc, tracer, workerId } = this.#o;
     const startedUs = wallClockUs();
     const { live, expired } = splitExpired(batch, Date.now());
     const answers: Answer[] = expired.map((p) => ({
@@ -436,13 +438,13 @@ export class ModelPuller {
       for (const m of batch) m.msg.working();
     }, this.#o.progressIntervalMs);
     try {
-      if (live.length === 0) {
-        // Every item of the batch expired while it formed: answered above, nothing to run.
-      } else if (model.family !== "embedding") {
+      // Every item may have expired while the batch formed: then they are answered above and
+      // nothing runs.
+      if (live.length > 0) {
         const items = spans.map((s) => ({ p: s.p, ctx: trace.setSpan(s.parent, s.span) }));
-        this.#latency.observe(await runHeadBatch(sidecar, this.#o, items, startedUs, batchTokens));
-      } else {
-        answers.push(...(await this.#embed(sidecar, spans, inputs, startedUs, batchTokens)));
+        const done = await this.#runner(sidecar, this.#o, { items, startedUs, batchTokens });
+        this.#latency.observe(done.observation);
+        answers.push(...done.answers);
       }
       publishAnswers(nc, workerId, answers);
       await nc.flush();
@@ -469,60 +471,6 @@ export class ModelPuller {
     } finally {
       clearInterval(progress);
     }
-  }
-
-  /** One sidecar call over the batch's texts; each item's rows become its answer. */
-  async #embed(
-    sidecar: SidecarClient,
-    spans: readonly { readonly p: PulledItem; readonly span: Span; readonly parent: Context }[],
-    inputs: readonly string[],
-    startedUs: number,
-    batchTokens: number,
-  ): Promise<Answer[]> {
-    const { model } = this.#o;
-    const result = await sidecar.embed({
-      model: model.key,
-      inputs: [...inputs],
-      truncate: true,
-      timeoutMs: this.#o.batchTimeoutMs,
-      traceparents: spans
-        .map((s) => traceparentOf(trace.setSpan(s.parent, s.span)))
-        .filter((t): t is string => t !== undefined),
-    });
-    this.#latency.observe({
-      sequences: inputs.length,
-      paddedTokens: inputs.length * Math.max(1, ...result.tokens),
-      micros: result.computeUs,
-    });
-    const rowBytes = result.dim * 4;
-    const times = {
-      startedUs,
-      computeUs: result.computeUs,
-      batchItems: inputs.length,
-      batchTokens,
-    };
-    const answers: Answer[] = [];
-    let row = 0;
-    for (const { p } of spans) {
-      const n = p.inputs;
-      const truncated = result.truncated.slice(row, row + n);
-      const refused = overLengthAnswer(p, truncated, model);
-      answers.push({
-        item: p.item,
-        outcome: refused ?? {
-          case: "embed",
-          value: create(EmbedResultSchema, {
-            dim: result.dim,
-            embeddings: result.embeddings.subarray(row * rowBytes, (row + n) * rowBytes),
-            tokens: result.tokens.slice(row, row + n),
-            truncated,
-          }),
-        },
-        timings: refused ? undefined : itemTimings(p, times),
-      });
-      row += n;
-    }
-    return answers;
   }
 
   /**

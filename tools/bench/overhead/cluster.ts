@@ -99,7 +99,8 @@ export async function startOverheadCluster(
 async function replicasOf(supervisor: number, count: number): Promise<number[]> {
   if (count <= 1) return [];
   for (;;) {
-    const replicas = await childPids(supervisor);
+    // Node children only: tsx may run an esbuild service beside the replicas.
+    const replicas = await childPids(supervisor, "node");
     if (replicas.length >= count) return replicas;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

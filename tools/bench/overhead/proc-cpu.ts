@@ -42,14 +42,14 @@ export async function cpuUs(
   return out;
 }
 
-/** Pids of every child of `parent`. */
-export async function childPids(parent: number): Promise<number[]> {
+/** Pids of every child of `parent` whose command name is `comm`. */
+export async function childPids(parent: number, comm: string): Promise<number[]> {
   const children: number[] = [];
   for (const entry of await readdir("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     const s = await stat(pid).catch(() => undefined);
-    if (s?.ppid === parent) children.push(pid);
+    if (s?.ppid === parent && s.comm === comm) children.push(pid);
   }
   return children;
 }
