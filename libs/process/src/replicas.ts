@@ -38,7 +38,8 @@ export function superviseReplicas(
     listening.add(worker);
   });
   const fork = (): void => {
-    started.set(cluster.fork(), Date.now());
+    // A restart still pausing when shutdown began is not made.
+    if (!stopping) started.set(cluster.fork(), Date.now());
   };
   cluster.on("exit", (worker, code, signal) => {
     const since = Date.now() - (started.get(worker) ?? 0);
