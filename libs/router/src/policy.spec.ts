@@ -20,6 +20,16 @@ describe("WorkerView", () => {
     expect(v.outstanding("a")).toBe(0);
   });
 
+  it("counts a message of several items as that many items, as workers report them", () => {
+    const v = view(["a"]);
+    v.sent("a", 5);
+    v.report("a", 3);
+    v.refresh();
+    expect(v.outstanding("a")).toBe(2);
+    v.unsent("a", 2);
+    expect(v.outstanding("a")).toBe(0);
+  });
+
   it("takes back a send that did not happen", () => {
     const v = view(["a"]);
     v.sent("a");

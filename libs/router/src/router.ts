@@ -10,7 +10,7 @@ import {
   routedSubject,
   type WorkMessage,
 } from "@shoal/jetstream";
-import { WorkResultsSchema } from "@shoal/proto";
+import { WorkBundleSchema, WorkResultsSchema } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
 import { Chooser, type RoutingPolicy } from "./policy.js";
 import { WorkerView } from "./worker-view.js";
@@ -81,7 +81,7 @@ export class Router {
     return new Router(o, stream, consumer);
   }
 
-  /** Items routed since start. */
+  /** Work items routed since start (a message may carry several). */
   get routed(): number {
     return this.#routedCount;
   }
@@ -158,9 +158,11 @@ export class Router {
       this.#choosers.set(parsed.modelKey, chooser);
     }
     const worker = chooser.choose(candidates, this.#view);
+    // Workers report completions per item, so sends count items too, not messages.
+    const items = itemsIn(msg.data);
     // Counted before the publish is confirmed: the items of one pull are routed concurrently,
     // and each must see the ones chosen before it.
-    this.#view.sent(worker);
+    this.#view.sent(worker, items);
     try {
       await this.#js.publish(routedSubject(worker, parsed.modelKey, parsed.bucket), msg.data, {
         ...(msg.headers === undefined ? {} : { headers: msg.headers }),
@@ -168,11 +170,20 @@ export class Router {
       });
     } catch (err) {
       this.#o.logger.warn({ err, worker }, "routed publish failed; item offered again");
-      this.#view.unsent(worker);
+      this.#view.unsent(worker, items);
       msg.nak(100);
       return;
     }
-    this.#routedCount++;
+    this.#routedCount += items;
     msg.ack();
+  }
+}
+
+/** Work items a message carries; 1 for one that does not decode (its worker dead-letters it). */
+function itemsIn(data: Uint8Array): number {
+  try {
+    return Math.max(1, fromBinary(WorkBundleSchema, data).items.length);
+  } catch {
+    return 1;
   }
 }

@@ -36,14 +36,14 @@ export class WorkerView {
     for (const [worker, completed] of this.#reported) this.#done.set(worker, completed);
   }
 
-  /** Records an item sent to `worker`. */
-  sent(worker: string): void {
-    this.#sent.set(worker, (this.#sent.get(worker) ?? 0) + 1);
+  /** Records `items` items sent to `worker` (one work message may carry several). */
+  sent(worker: string, items = 1): void {
+    this.#sent.set(worker, (this.#sent.get(worker) ?? 0) + items);
   }
 
   /** Takes back a send that did not happen after all. */
-  unsent(worker: string): void {
-    this.#sent.set(worker, Math.max(0, (this.#sent.get(worker) ?? 0) - 1));
+  unsent(worker: string, items = 1): void {
+    this.#sent.set(worker, Math.max(0, (this.#sent.get(worker) ?? 0) - items));
   }
 
   /** Items sent to `worker` and not known to be finished. */
