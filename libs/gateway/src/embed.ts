@@ -57,6 +57,7 @@ export interface EmbedDeps {
   readonly annotator: Annotate;
   /** Refuses the request now if it cannot be admitted (overload, `noWait` and not resident). */
   readonly admit: (model: ModelEntry, call: TaskCall) => void;
+  /** Queues an admitted request and resolves with its answer. */
   readonly submit: (
     model: ModelEntry,
     task: WorkTask,

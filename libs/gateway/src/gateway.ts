@@ -75,7 +75,7 @@ export class Gateway {
       admit: (model, call) => {
         this.#admit(model, call);
       },
-      submit: (model, task, call, ctx) => this.submit(model, task, call, ctx),
+      submit: (model, task, call, ctx) => this.#submitAdmitted(model, task, call, ctx),
     };
   }
 
@@ -126,6 +126,16 @@ export class Gateway {
     ctx: Context,
   ): Promise<Submitted> {
     this.#admit(model, call);
+    return this.#submitAdmitted(model, task, call, ctx);
+  }
+
+  /** {@link submit} past admission, which the caller has checked. */
+  async #submitAdmitted(
+    model: ModelEntry,
+    task: WorkTask,
+    call: TaskCall,
+    ctx: Context,
+  ): Promise<Submitted> {
     const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#options);
     const requestId = randomUUID();
     const request = create(WorkRequestSchema, {

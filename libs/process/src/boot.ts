@@ -10,21 +10,26 @@ export interface Booted {
 }
 
 /**
- * Set when a replica's supervisor asked it to stop (or went away) before `exitOnSignal` was
- * called, i.e. while the service was still starting: the request is kept, not dropped.
+ * A replica's supervisor asks it to stop by message, or goes away. Either may happen while
+ * the service is still starting, before `exitOnSignal` says how to stop: the request is kept
+ * until then rather than dropped.
  */
-let stopAskedWhileStarting = false;
+let stopAsked = false;
+let onStopAsked: (() => void) | undefined;
+
+function askStop(): void {
+  stopAsked = true;
+  onStopAsked?.();
+}
 
 /** Logger and tracing for a service's `main`, from the standard variables. */
 export function bootService(service: string, env: Env): Booted {
   if (cluster.isWorker) {
-    const early = (message?: unknown): void => {
-      if (message === undefined || message === SHUTDOWN_MESSAGE) stopAskedWhileStarting = true;
-    };
-    process.on("message", early);
-    process.once("disconnect", () => {
-      early();
+    process.on("message", (message) => {
+      if (message === SHUTDOWN_MESSAGE) askStop();
     });
+    // A replica whose supervisor is gone would otherwise serve on, unmanaged.
+    process.once("disconnect", askStop);
   }
   const tracing = startTracing({ serviceName: `shoal-${service}`, env });
   const logger = createLogger({
@@ -58,18 +63,11 @@ export function exitOnSignal(stop: () => Promise<void>, booted: Booted, graceMs 
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  // A replica's supervisor asks by message; asking twice, or after a Ctrl-C that reached the
-  // replica too, is not a second signal.
-  process.on("message", (message) => {
-    if (message === SHUTDOWN_MESSAGE && !stopping) onSignal("SIGTERM");
-  });
-  // A replica whose supervisor is gone would otherwise serve on, unmanaged.
-  if (cluster.isWorker) {
-    process.on("disconnect", () => {
-      if (!stopping) onSignal("SIGTERM");
-    });
-    if (stopAskedWhileStarting || !process.connected) onSignal("SIGTERM");
-  }
+  // Asking twice, or after a Ctrl-C that reached the replica too, is not a second signal.
+  onStopAsked = () => {
+    if (!stopping) onSignal("SIGTERM");
+  };
+  if (stopAsked) onStopAsked();
 }
 
 /** Ends a `main` that failed to start: log the cause, exit non-zero. */

@@ -98,10 +98,12 @@ export async function startOverheadCluster(
 /** The replicas of a supervisor started with `count` of them; none when it serves alone. */
 async function replicasOf(supervisor: number, count: number): Promise<number[]> {
   if (count <= 1) return [];
-  for (;;) {
+  const until = Date.now() + 60_000;
+  while (Date.now() < until) {
     // Node children only: tsx may run an esbuild service beside the replicas.
     const replicas = await childPids(supervisor, "node");
     if (replicas.length >= count) return replicas;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  throw new Error(`ingress ${supervisor} did not start ${count} replicas within 60 s`);
 }

@@ -42,29 +42,25 @@ export async function cpuUs(
   return out;
 }
 
-/** Pids of every child of `parent` whose command name is `comm`. */
+/**
+ * Pids of every child of `parent` whose command name is `comm` (`/proc` keeps the first 15
+ * characters of a name).
+ */
 export async function childPids(parent: number, comm: string): Promise<number[]> {
   const children: number[] = [];
   for (const entry of await readdir("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
+    // The process may end between the listing and the read.
     const s = await stat(pid).catch(() => undefined);
-    if (s?.ppid === parent && s.comm === comm) children.push(pid);
+    if (s?.ppid === parent && s.comm === comm.slice(0, 15)) children.push(pid);
   }
   return children;
 }
 
-/** The pid of `parent`'s child whose command name starts with `comm`. */
+/** The pid of `parent`'s child named `comm`. */
 export async function childPid(parent: number, comm: string): Promise<number> {
-  for (const entry of await readdir("/proc")) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const s = await stat(pid);
-      if (s.ppid === parent && s.comm.startsWith(comm.slice(0, 15))) return pid;
-    } catch {
-      // The process ended between the listing and the read.
-    }
-  }
-  throw new Error(`no child process "${comm}" of pid ${parent}`);
+  const [pid] = await childPids(parent, comm);
+  if (pid === undefined) throw new Error(`no child process "${comm}" of pid ${parent}`);
+  return pid;
 }
