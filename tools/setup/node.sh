@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the repo's npm dependencies exactly as locked. `npm ci` deletes and rebuilds
 # node_modules, which takes minutes, so it runs only when node_modules is missing or
-# package-lock.json changed since the last install; a stamp inside node_modules holds
-# the lock's hash, so deleting node_modules also forgets the stamp.
+# package-lock.json or patches/ changed since the last install; a stamp inside node_modules
+# holds their hash, so deleting node_modules also forgets the stamp.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,7 +26,9 @@ if [[ ! -f "${lock}" ]]; then
   exit 1
 fi
 stamp="${repo}/node_modules/.shoal-package-lock.sha256"
-want="$(sha256sum "${lock}" | cut -d' ' -f1)"
+# The patches to dependencies (patches/, applied by the root postinstall) are part of what
+# node_modules is built from.
+want="$(cat "${lock}" "${repo}"/patches/*.patch | sha256sum | cut -d' ' -f1)"
 
 if [[ -d "${repo}/node_modules" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
   setup_cached "node_modules up to date with package-lock.json"

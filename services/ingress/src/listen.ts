@@ -21,13 +21,30 @@ export interface DualServer {
   close(graceMs: number): Promise<void>;
 }
 
+export interface DualListenOptions {
+  /**
+   * How long a new connection may stay silent before its first bytes: one that never speaks
+   * (or hangs up without a byte) would otherwise hold a socket, and the server's close, for
+   * ever. @default 30 s
+   */
+  readonly firstBytesTimeoutMs?: number;
+}
+
 /**
  * One plaintext port for every client: HTTP/1.1 (curl, OpenAI SDKs, Connect and gRPC-Web) and
  * HTTP/2 with prior knowledge (gRPC, Connect over h2). Node cannot serve both on one cleartext
  * server, so the first bytes of each connection pick the server: only HTTP/2's connection
  * preface (RFC 9113 §3.4) starts with "PRI", which is no HTTP/1.1 method.
  */
-export function listenDual(handler: DualHandler, port: number, host: string): Promise<DualServer> {
+export function listenDual(
+  handler: DualHandler,
+  port: number,
+  host: string,
+  options: DualListenOptions = {},
+): Promise<DualServer> {
+  const firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? 30_000;
+  // Connections whose first bytes have not come yet: no protocol owns them.
+  const unrouted = new Set<Socket>();
   // Requests in progress per HTTP/1.1 connection; HTTP/2 connections are closed per session.
   const active = new Map<Socket, number>();
   const h2Sockets = new Set<Socket>();
@@ -61,17 +78,27 @@ export function listenDual(handler: DualHandler, port: number, host: string): Pr
     session.once("close", () => sessions.delete(session));
   });
   const tcp = createTcp({ allowHalfOpen: true }, (socket: Socket) => {
+    unrouted.add(socket);
     socket.once("close", () => {
+      unrouted.delete(socket);
       active.delete(socket);
       h2Sockets.delete(socket);
     });
     socket.on("error", () => socket.destroy());
+    socket.setTimeout(firstBytesTimeoutMs, () => socket.destroy());
+    // Half-open sockets are allowed for the protocols' sake, so a client that hangs up before
+    // its first byte is closed here.
+    socket.once("end", () => {
+      if (unrouted.has(socket)) socket.destroy();
+    });
     const route = (): void => {
       const head = socket.read() as Buffer | null;
       if (head === null) {
         socket.once("readable", route);
         return;
       }
+      unrouted.delete(socket);
+      socket.setTimeout(0);
       socket.unshift(head);
       if (head.subarray(0, 3).toString("latin1") === "PRI") {
         h2Sockets.add(socket);
@@ -99,6 +126,7 @@ export function listenDual(handler: DualHandler, port: number, host: string): Pr
           // HTTP/2 clients get GOAWAY and finish their streams; idle HTTP/1.1 connections go now,
           // busy ones right after their response.
           for (const session of sessions) session.close();
+          for (const socket of unrouted) socket.destroy();
           for (const [socket, requests] of active) if (requests === 0) socket.destroy();
           const deadline = setTimeout(() => {
             for (const socket of [...active.keys(), ...h2Sockets]) socket.destroy();

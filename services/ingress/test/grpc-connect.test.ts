@@ -181,18 +181,32 @@ describe("Connect clients", () => {
     expect((await fetch(`${cluster.baseUrl}/nope`)).status).toBe(404);
   });
 
-  it("answers a malformed protobuf body with gRPC's INTERNAL and keeps serving", async () => {
-    // connect-es reports an unparseable binary message as INTERNAL, as grpc-go and the gRPC
-    // status-code table do; the reason stays one line and the process keeps serving.
-    const res = await fetch(`${cluster.baseUrl}/shoal.inference.v1.InferenceService/Embed`, {
+  it.each([
+    ["a body that is not protobuf", new Uint8Array([0x0a, 0xff, 0xff, 0xff])],
+    ["invalid UTF-8 in a string field", new Uint8Array([0x0a, 0x02, 0xff, 0xfe])],
+  ])("answers %s with INVALID_ARGUMENT over Connect and gRPC-Web", async (_name, message) => {
+    // The client's mistake, like malformed JSON: 400, never `internal` (patches/README.md).
+    const connect = await fetch(`${cluster.baseUrl}/shoal.inference.v1.InferenceService/Embed`, {
       method: "POST",
       headers: { "content-type": "application/proto" },
-      body: new Uint8Array([0x0a, 0xff, 0xff, 0xff]),
+      body: message,
     });
-    expect(res.status).toBe(500);
-    const body = (await res.json()) as { code: string; message: string };
-    expect(body.code).toBe("internal");
+    expect(connect.status).toBe(400);
+    const body = (await connect.json()) as { code: string; message: string };
+    expect(body.code).toBe("invalid_argument");
     expect(body.message).toMatch(/^parse binary: [^\n]+$/);
+
+    const frame = new Uint8Array(5 + message.byteLength);
+    new DataView(frame.buffer).setUint32(1, message.byteLength);
+    frame.set(message, 5);
+    const web = await fetch(`${cluster.baseUrl}/shoal.inference.v1.InferenceService/Embed`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto" },
+      body: frame,
+    });
+    const trailers = Buffer.from(await web.arrayBuffer()).toString("latin1");
+    expect(web.headers.get("grpc-status") ?? trailers).toMatch(/grpc-status:\s*3|^3$/);
+
     const client = createClient(InferenceService, transports["Connect over HTTP/1.1"]());
     await expect(client.listModels({})).resolves.toBeDefined();
   });

@@ -32,11 +32,15 @@ interface RawAnswer {
 }
 
 /** One call: `body` as sent (already framed, or not), the gRPC status from headers or trailers. */
-function call(body: Uint8Array, headers: Record<string, string> = {}): Promise<RawAnswer> {
+function call(
+  body: Uint8Array,
+  headers: Record<string, string> = {},
+  path = EMBED,
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const stream = session.request({
       ":method": "POST",
-      ":path": EMBED,
+      ":path": path,
       "content-type": "application/grpc",
       te: "trailers",
       ...headers,
@@ -102,6 +106,20 @@ describe("gRPC Embed as raw frames", () => {
     expect(answer.status).toBe("3");
     expect(answer.message).not.toContain("\n");
   });
+
+  it.each([
+    ["a message that is not protobuf", framed(new Uint8Array([0x0a, 0xff, 0xff, 0xff]))],
+    ["invalid UTF-8 in a string field", framed(new Uint8Array([0x0a, 0x02, 0xff, 0xfe]))],
+  ])(
+    "answers %s to the RPCs the Connect adapter serves with INVALID_ARGUMENT too",
+    async (_name, body) => {
+      for (const rpc of ["Score", "Extract"]) {
+        const answer = await call(body, {}, `/shoal.inference.v1.InferenceService/${rpc}`);
+        expect(answer.status, rpc).toBe("3");
+        expect(answer.message, rpc).toMatch(/^parse%20binary/);
+      }
+    },
+  );
 
   it("takes a deadline in microseconds, as grpc-go sends it", async () => {
     const answer = await call(framed(request(["x"])), { "grpc-timeout": "9999874u" });
