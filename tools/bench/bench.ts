@@ -11,8 +11,9 @@
  *   or with `--device cuda:0` on a GPU, fed by `--ingresses N` ingress processes that the load
  *   is spread over) over REST; the result also holds the sidecar's raw
  *   tokens/s on the same inputs, measured through the same sidecar after the sweep
- *   (`--raw-budget` padded tokens a batch, `--raw-in-flight` batches at once), and the
- *   cluster's tokens/s at the knee as a share of it.
+ *   (`--raw-budget` padded tokens a batch, `--raw-in-flight` batches at once, by default as
+ *   many as the bundle gives MiniLM model threads), and the cluster's tokens/s at the knee as
+ *   a share of it.
  * - `smollm2`: the real cluster generating with SmolLM2 on this CPU; the workload may name LoRA
  *   adapters (`base:adapter`), which are published to the registry before the sweep
  *   (`--workload tools/bench/workloads/smollm2-lora.json`).
@@ -83,7 +84,7 @@ const { values } = parseOrExit(
         ingresses: { type: "string", default: "1" },
         // 4k padded tokens is the budget at which the raw bench measured this CPU's best.
         "raw-budget": { type: "string", default: "4096" },
-        "raw-in-flight": { type: "string", default: "1" },
+        "raw-in-flight": { type: "string" },
         out: { type: "string" },
         protocols: { type: "string", default: PROTOCOLS.join(",") },
         rates: { type: "string" },
@@ -199,7 +200,12 @@ if (scenario === "minilm") {
       inputs,
       Number(values["raw-budget"]),
       20,
-      Number(values["raw-in-flight"]),
+      // The sidecar's capacity needs a batch for each of the model's threads.
+      Number(
+        values["raw-in-flight"] ??
+          loaded?.bundle.models.get("sentence-transformers/all-MiniLM-L6-v2")?.modelThreads ??
+          1,
+      ),
     );
     extra = {
       ...extra,

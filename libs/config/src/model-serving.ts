@@ -19,6 +19,14 @@ export interface ServingDefaults {
   readonly fetchSize?: number;
   /** Batches a worker keeps on the sidecar at once: 2 prefetches the next while one runs. */
   readonly batchesInFlight?: number;
+  /**
+   * Threads the sidecar runs this batch model on, each taking its own batches with its own
+   * copy of the weights. On a CPU, N batches side by side on cores of their own outrun one
+   * batch split across all of them (docs/benchmarks.md); the worker then keeps at least N
+   * batches in flight and gives each batch cores ÷ N compute threads. Generators take 1.
+   * @default 1
+   */
+  readonly modelThreads?: number;
   /** Length-bucket edges in tokens, ascending; the model's maximum closes the list. */
   readonly bucketEdges?: readonly number[];
   /** Tokens a generation produces when the request sets no `max_tokens`. */
@@ -79,6 +87,7 @@ const SERVING_INTEGERS = [
   "maxFillWaitMs",
   "fetchSize",
   "batchesInFlight",
+  "modelThreads",
   "maxNewTokens",
   "replicas",
 ] as const;

@@ -112,6 +112,14 @@ export interface LoadOptions extends CallOptions {
    * @default "f32"
    */
   readonly dtype?: "f32" | "f16" | "bf16";
+  /**
+   * Model threads taking the model's batches from its queue, each running one batch at a time
+   * with its own copy of the weights (batch models only; 1 to 64). With the sidecar's
+   * `--compute-threads` at cores ÷ threads they run side by side on separate cores.
+   *
+   * @default 1
+   */
+  readonly threads?: number;
 }
 
 /** The wire form of {@link SimLoadOptions}: snake_case keys, unset fields left out. */
@@ -269,6 +277,7 @@ export class SidecarClient {
       sim: options?.sim === undefined ? undefined : simFields(options.sim),
       dequantize: options?.dequantize,
       dtype: options?.dtype,
+      threads: options?.threads,
     };
     return parseLoad(await this.#request("load", fields, options));
   }

@@ -13,10 +13,13 @@ export async function loadOptionsFor(
 ): Promise<LoadOptions> {
   const timeout = timeoutMs === undefined ? {} : { timeoutMs };
   const dtype = entry.serving?.dtype;
-  if (entry.sim === undefined && dtype === undefined) return timeout;
+  const threads = entry.serving?.modelThreads;
+  const threaded = threads === undefined || threads === 1 ? {} : { threads };
+  if (entry.sim === undefined && dtype === undefined) return { ...timeout, ...threaded };
   const { backend } = await client.health();
   return {
     ...timeout,
+    ...threaded,
     ...(entry.sim !== undefined && backend === "sim" ? { sim: entry.sim } : {}),
     ...(dtype !== undefined && backend.startsWith("candle") ? { dtype } : {}),
   };

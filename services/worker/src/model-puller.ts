@@ -78,6 +78,12 @@ export interface ModelPullerOptions {
    */
   readonly maxBatchesInFlight: number;
   /**
+   * Batches the sidecar runs side by side for this model (its model threads): while fewer are
+   * running, the next batch is formed and sent at once; only when every thread is busy is it
+   * formed late. @default 1
+   */
+  readonly modelThreads?: number;
+  /**
    * The machine-local queue shared with the other workers on this host. When set, put-back
    * items go there instead of back over the network, and this worker takes what the others put
    * back before it pulls from JetStream.
@@ -146,8 +152,11 @@ export class ModelPuller {
    * queue answered first it is kept for the next round rather than abandoned with a message.
    */
   #outstanding: Promise<WorkMessage[]> | undefined;
-  /** When the batch running now is predicted to finish (performance.now() ms). */
-  #runningUntil = 0;
+  /**
+   * When each of the model's threads is predicted to be done with the batches handed to it
+   * (performance.now() ms; 0 when idle).
+   */
+  readonly #threadsFreeAt: number[];
   #stopping = false;
   #loop: Promise<void> | undefined;
 
@@ -158,6 +167,7 @@ export class ModelPuller {
     );
     this.#target = compileLatencyTargetOptions({ maxTargetMicros: options.batchTargetMs * 1000 });
     this.#blobs = new BlobInputs(options);
+    this.#threadsFreeAt = new Array<number>(Math.max(1, options.modelThreads ?? 1)).fill(0);
     this.#runner = options.model.family === "embedding" ? runEmbedBatch : runHeadBatch;
   }
 
@@ -218,8 +228,11 @@ export class ModelPuller {
     const longest = Math.max(...batch.map((p) => p.maxInputTokens));
     const predictedMs =
       this.#latency.predict({ sequences: inputs, paddedTokens: inputs * longest }) / 1000;
-    // Queued behind a running batch, it starts when that one ends.
-    this.#runningUntil = Math.max(performance.now(), this.#runningUntil) + predictedMs;
+    // It goes to the thread free first; queued behind a running batch, it starts when that
+    // one ends.
+    const free = this.#threadsFreeAt;
+    const thread = free.indexOf(Math.min(...free));
+    free[thread] = Math.max(performance.now(), free[thread] ?? 0) + predictedMs;
     const running: Promise<void> = this.#execute(sidecar, batch)
       .catch((err: unknown) => {
         this.#o.logger.error({ err, model: this.#o.model.id }, "batch bookkeeping failed");
@@ -227,7 +240,7 @@ export class ModelPuller {
       .finally(() => {
         this.#inFlight.delete(running);
         // Predictions err: once nothing runs, the next batch's end counts from its own start.
-        if (this.#inFlight.size === 0) this.#runningUntil = 0;
+        if (this.#inFlight.size === 0) this.#threadsFreeAt.fill(0);
       });
     this.#inFlight.add(running);
   }
@@ -239,9 +252,10 @@ export class ModelPuller {
     if (first.messages.length === 0) return;
     const pulled = await this.#decode(first.messages);
     await this.#topUp(pulled, first.queued);
-    if (this.#inFlight.size > 0 && !this.#isStopping()) {
-      // Late formation: the next batch is formed when the running one is about to end, from
-      // what is in hand then, not from what happened to be queued when the last one started.
+    if (this.#inFlight.size >= this.#threadsFreeAt.length && !this.#isStopping()) {
+      // Late formation: with every model thread busy, the next batch is formed when one of
+      // them is about to be free, from what is in hand then, not from what happened to be
+      // queued when the last one started.
       await this.#untilRunningNearlyDone();
       await this.#topUp(pulled, 1);
     }
@@ -344,9 +358,12 @@ export class ModelPuller {
     }
   }
 
-  /** Waits until the running batch is predicted to be `FORM_LEAD_MS` from done, or is done. */
+  /**
+   * Waits until a model thread is predicted to be `FORM_LEAD_MS` from done with what it runs,
+   * or a batch is done.
+   */
   async #untilRunningNearlyDone(): Promise<void> {
-    const waitMs = this.#runningUntil - FORM_LEAD_MS - performance.now();
+    const waitMs = Math.min(...this.#threadsFreeAt) - FORM_LEAD_MS - performance.now();
     if (waitMs <= 0) return;
     const timer = new AbortController();
     await Promise.race([

@@ -39,6 +39,7 @@ import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
 import { loadOptionsFor } from "./load-options.js";
 import { servingSettings } from "./serving-settings.js";
+import { withComputeThreads } from "./compute-threads.js";
 import { SidecarProcess } from "./sidecar-process.js";
 import { SidecarSupervisor } from "./sidecar-supervisor.js";
 
@@ -176,7 +177,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         binary: options.sidecarBinary,
         socketPath,
         device: options.device ?? "cpu",
-        env: options.sidecarEnv,
+        env: withComputeThreads(options.sidecarEnv, models),
         logger,
       });
       const client = await SidecarClient.connect({ socketPath, requestTimeoutMs: batchTimeoutMs });

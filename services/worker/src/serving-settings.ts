@@ -22,6 +22,8 @@ export interface ServingSettings {
   readonly maxFillWaitMs: number;
   readonly pullBatch: number;
   readonly maxBatchesInFlight: number;
+  /** Batches the sidecar runs at once for the model: its model threads. */
+  readonly modelThreads: number;
   /** The model's batch cost on this hardware, for the first batches; unset: a CPU guess. */
   readonly batchCostPrior: LatencyTerms | undefined;
 }
@@ -41,7 +43,11 @@ export function servingSettings(worker: WorkerServingOptions, model: ModelEntry)
     batchTargetMs: worker.batchTargetMs ?? tuned.batchTargetMs ?? 250,
     maxFillWaitMs: worker.maxFillWaitMs ?? tuned.maxFillWaitMs ?? 2,
     pullBatch: worker.pullBatch ?? tuned.fetchSize ?? 64,
-    maxBatchesInFlight: worker.maxBatchesInFlight ?? tuned.batchesInFlight ?? 1,
+    // A model thread with no batch of its own would idle, so a model on several threads gets
+    // at least that many batches in flight unless the worker's operator says otherwise.
+    maxBatchesInFlight:
+      worker.maxBatchesInFlight ?? Math.max(tuned.batchesInFlight ?? 1, tuned.modelThreads ?? 1),
+    modelThreads: tuned.modelThreads ?? 1,
     batchCostPrior: tuned.batchCostPrior,
   };
 }

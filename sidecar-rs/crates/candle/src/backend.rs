@@ -161,11 +161,12 @@ impl CandleBackend {
         let ids = Tensor::from_vec(ids, (n, seq_len), &self.device)?;
         let type_ids = Tensor::from_vec(type_ids, (n, seq_len), &self.device)?;
         let mask = Tensor::from_vec(mask, (n, seq_len), &self.device)?;
+        let lengths: Vec<usize> = rows.iter().map(|row| row.ids.len()).collect();
 
         // Pooling and heads run in f32 whatever the encoder computed in.
         let hidden = self
             .encoder
-            .forward(&ids, &type_ids, &mask)?
+            .forward(&ids, &type_ids, &lengths)?
             .to_dtype(DType::F32)?;
         Ok((hidden, mask))
     }

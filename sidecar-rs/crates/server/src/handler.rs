@@ -137,6 +137,7 @@ async fn dispatch(
             openai,
             dequantize,
             dtype,
+            threads,
         } => {
             let backend = backend.unwrap_or(state.backend);
             if dequantize.is_some() && backend != BackendKind::Candle {
@@ -188,11 +189,13 @@ async fn dispatch(
                 },
                 (BackendKind::Sim, path, sim) => LoadSpec::sim(path.map(PathBuf::from), sim),
             };
-            let handle = state.registry.load(model, spec).await?;
+            let threads = threads.unwrap_or(1);
+            let handle = state.registry.load(model, spec, threads).await?;
             tracing::info!(
                 model,
                 path,
                 backend = backend.as_str(),
+                threads,
                 memory_bytes = handle.info.memory_bytes,
                 load_us = handle.info.load_us,
                 "loaded a model"

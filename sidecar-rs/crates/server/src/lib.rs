@@ -93,6 +93,7 @@ impl Sidecar {
                 .load(
                     &model.name,
                     LoadSpec::preload(options.backend, model.dir.clone()),
+                    1,
                 )
                 .await
                 .map_err(|error| {

@@ -1,6 +1,7 @@
 //! `shoal-sidecar`: flags and environment into [`shoal_sidecar::Options`], then
 //! [`shoal_sidecar::run`].
 
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -14,10 +15,20 @@ struct Cli {
     options: shoal_sidecar::Options,
     #[clap(flatten)]
     telemetry: TelemetryOptions,
+    /// Threads one batch's tensor operations are split across on the CPU (Candle reads it as
+    /// `RAYON_NUM_THREADS`); unset, every core. A model loaded with several `threads` runs
+    /// that many batches at once, so cores ÷ threads keeps them from sharing cores.
+    #[clap(long, env = "SHOAL_SIDECAR_COMPUTE_THREADS")]
+    compute_threads: Option<NonZeroUsize>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(threads) = cli.compute_threads {
+        // SAFETY: no other thread exists yet to read the environment concurrently; Candle's
+        // and rayon's pools start later and read it then.
+        unsafe { std::env::set_var("RAYON_NUM_THREADS", threads.to_string()) };
+    }
     let telemetry = match Telemetry::init(&cli.telemetry) {
         Ok(telemetry) => telemetry,
         Err(e) => {

@@ -59,11 +59,12 @@ impl Registry {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Loads `spec` as `name` on a new model thread.
+    /// Loads `spec` as `name` on `threads` new model threads.
     pub(crate) async fn load(
         &self,
         name: &str,
         spec: LoadSpec,
+        threads: usize,
     ) -> Result<Arc<ModelHandle>, ProtocolError> {
         {
             let mut slots = self.slots();
@@ -80,8 +81,14 @@ impl Registry {
             name,
             armed: true,
         };
-        let (handle, exited) =
-            runner::start(name.to_owned(), spec, self.runtime.clone(), self.queue).await?;
+        let (handle, exited) = runner::start(
+            name.to_owned(),
+            spec,
+            self.runtime.clone(),
+            self.queue,
+            threads,
+        )
+        .await?;
         let handle = Arc::new(handle);
         guard.armed = false;
         self.slots().insert(

@@ -14,6 +14,9 @@ pub(crate) use fields::Limits;
 pub(crate) use op::{HeadInputs, Op, Request};
 use values::missing;
 
+/// [`crate::runner::MAX_MODEL_THREADS`], as the wire's integer type.
+const MAX_MODEL_THREADS_U64: u64 = crate::runner::MAX_MODEL_THREADS as u64;
+
 /// A request that cannot be served, with the id to answer it under (0 when none was read).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rejected {
@@ -91,6 +94,15 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
             },
             dequantize: fields.dequantize,
             dtype: fields.dtype,
+            threads: match fields.threads {
+                None => None,
+                Some(n @ 1..=MAX_MODEL_THREADS_U64) => Some(n as usize),
+                Some(n) => {
+                    return Err(reject(ProtocolError::bad_request(format!(
+                        "`threads` must be 1 to {MAX_MODEL_THREADS_U64}, got {n}"
+                    ))));
+                }
+            },
         },
         "unload" => Op::Unload {
             model: fields.required_model().map_err(reject)?,
@@ -263,6 +275,7 @@ mod tests {
                     openai: None,
                     dequantize: None,
                     dtype: None,
+                    threads: None,
                 }
             }
         );
@@ -482,12 +495,17 @@ mod tests {
         assert_eq!(sim.memory_bytes, 1 << 40);
         assert_eq!((sim.cost.fixed_us, sim.cost.per_sequence_us), (2.5, 3.0));
         assert_eq!(sim.cost.per_padded_token_ns, base.cost.per_padded_token_ns);
-        let body = load(&[("backend", V::from("candle")), ("path", V::from("/d"))]);
+        let body = load(&[
+            ("backend", V::from("candle")),
+            ("path", V::from("/d")),
+            ("threads", V::from(2)),
+        ]);
         assert!(matches!(
             decode(&body, LIMITS).unwrap().op,
             Op::Load {
                 backend: Some(BackendKind::Candle),
                 sim: None,
+                threads: Some(2),
                 ..
             }
         ));
@@ -514,6 +532,18 @@ mod tests {
                 "`dtype` must be one of `f32`, `f16`, `bf16`, got `fp16`",
             ),
             (load(&[("dtype", V::from(16))]), "`dtype` must be a string"),
+            (
+                load(&[("threads", V::from(0))]),
+                "`threads` must be 1 to 64, got 0",
+            ),
+            (
+                load(&[("threads", V::from(65))]),
+                "`threads` must be 1 to 64, got 65",
+            ),
+            (
+                load(&[("threads", V::from(-1))]),
+                "`threads` must not be negative",
+            ),
             (load(&[("sim", V::from(3))]), "`sim` must be a map"),
             (
                 load(&[("sim", sim(&[("dim", V::from(-4))]))]),

@@ -1,15 +1,19 @@
-//! One OS thread per resident model, fed by a bounded channel.
+//! OS threads per resident model (one, or `threads` for a batch model), fed by one bounded
+//! channel.
 //!
 //! Inference never runs on the async executor: the socket loop only enqueues a job carrying its
-//! reply channel and trace context, and awaits the reply. The backend is built on a loading
-//! thread and moved to the model thread, which owns it until unload: it must be `Send`, and
-//! needs no locks.
+//! reply channel and trace context, and awaits the reply. Each model thread builds its own
+//! backend on a loading thread and owns it until unload: it must be `Send`, and needs no locks.
+//! Several threads of one model take batches from the same queue, each running its batch
+//! alone: on a CPU, batches side by side on separate cores beat one batch split across them,
+//! whose every operation waits for the slowest core (and for whatever else was scheduled
+//! there); see docs/benchmarks.md.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Instant, SystemTime};
 
 use opentelemetry::KeyValue;
@@ -121,21 +125,86 @@ impl ModelHandle {
     }
 }
 
-/// Starts a thread for `name`, loads `spec` on it and returns once the model is ready. The
-/// returned receiver completes when the thread has dropped the model and exited.
+/// The most threads one model may have: more than any host's cores are worth, few enough that a
+/// typo cannot exhaust the process's threads or memory (each thread holds its own weights).
+pub(crate) const MAX_MODEL_THREADS: usize = 64;
+
+/// The receiving end of a model's queue, shared by its threads: whichever thread is free
+/// holds the lock while it waits for the next job.
+type SharedJobs = Arc<Mutex<mpsc::Receiver<Job>>>;
+
+/// Starts `threads` threads for `name`, each loading `spec`, and returns once all are ready.
+/// The returned receiver completes when every thread has dropped its model and exited.
 pub(crate) async fn start(
     name: String,
     spec: LoadSpec,
     runtime: CandleRuntime,
     queue: usize,
+    threads: usize,
 ) -> Result<(ModelHandle, oneshot::Receiver<()>), ProtocolError> {
     let (jobs_tx, jobs_rx) = mpsc::channel(queue.max(1));
+    let jobs: SharedJobs = Arc::new(Mutex::new(jobs_rx));
+    let (exited_tx, exited_rx) = oneshot::channel::<()>();
+    // The last thread to exit drops the last clone, which completes `exited_rx`.
+    let exited_tx = Arc::new(exited_tx);
+    let counters = Arc::new(Counters::default());
+    let loading = (0..threads)
+        .map(|_| {
+            spawn_model_thread(
+                &name,
+                spec.clone(),
+                runtime.clone(),
+                threads,
+                Arc::clone(&jobs),
+                Arc::clone(&counters),
+                Arc::clone(&exited_tx),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    drop(exited_tx);
+    let mut info: Option<ModelInfo> = None;
+    for loaded in loading {
+        let one = loaded.await.map_err(|_| {
+            ProtocolError::new(ErrorCode::Internal, "the model thread died while loading")
+        })??;
+        info = Some(match info {
+            None => one,
+            // Every thread holds a copy of the weights.
+            Some(all) => ModelInfo {
+                memory_bytes: all.memory_bytes + one.memory_bytes,
+                load_us: all.load_us.max(one.load_us),
+                ..all
+            },
+        });
+    }
+    let info = info.ok_or_else(|| ProtocolError::bad_request("`threads` must be at least 1"))?;
+    Ok((
+        ModelHandle {
+            name,
+            info,
+            counters,
+            adapters: Mutex::new(BTreeMap::new()),
+            jobs: jobs_tx,
+        },
+        exited_rx,
+    ))
+}
+
+/// One thread of a model: loads its own backend, reports it through the returned receiver,
+/// then serves the shared queue until every sender is gone.
+fn spawn_model_thread(
+    name: &str,
+    spec: LoadSpec,
+    runtime: CandleRuntime,
+    threads: usize,
+    jobs: SharedJobs,
+    counters: Arc<Counters>,
+    exited: Arc<oneshot::Sender<()>>,
+) -> Result<oneshot::Receiver<Result<ModelInfo, ProtocolError>>, ProtocolError> {
     let (loaded_tx, loaded_rx) = oneshot::channel();
-    let (exited_tx, exited_rx) = oneshot::channel();
-    let thread_name = format!("model-{name}");
-    let model = name.clone();
+    let model = name.to_owned();
     std::thread::Builder::new()
-        .name(thread_name)
+        .name(format!("model-{name}"))
         .spawn(move || {
             let started = Instant::now();
             let backend = match load_below_serving(&model, spec, &runtime) {
@@ -152,6 +221,13 @@ pub(crate) async fn start(
                     return;
                 }
             };
+            if threads > 1 && backend.generator().is_some() {
+                let _ = loaded_tx.send(Err(ProtocolError::bad_request(format!(
+                    "`threads` above 1 is for batch models; `{model}` generates, and one \
+                     thread steps all of its sequences together"
+                ))));
+                return;
+            }
             let info = ModelInfo {
                 family: backend.family(),
                 dim: backend.dim(),
@@ -160,14 +236,13 @@ pub(crate) async fn start(
                 load_us: micros(started.elapsed()),
                 labels: backend.labels().to_vec(),
             };
-            let counters = Arc::new(Counters::default());
-            if loaded_tx.send(Ok((info, Arc::clone(&counters)))).is_err() {
+            if loaded_tx.send(Ok(info)).is_err() {
                 // The load request was abandoned; nobody can reach this model.
                 return;
             }
-            serve(&model, backend.as_ref(), &counters, jobs_rx);
+            serve(&model, backend.as_ref(), &counters, &jobs);
             drop(backend);
-            drop(exited_tx);
+            drop(exited);
         })
         .map_err(|e| {
             ProtocolError::new(
@@ -175,20 +250,7 @@ pub(crate) async fn start(
                 format!("cannot start a model thread: {e}"),
             )
         })?;
-
-    let (info, counters) = loaded_rx.await.map_err(|_| {
-        ProtocolError::new(ErrorCode::Internal, "the model thread died while loading")
-    })??;
-    Ok((
-        ModelHandle {
-            name,
-            info,
-            counters,
-            adapters: Mutex::new(BTreeMap::new()),
-            jobs: jobs_tx,
-        },
-        exited_rx,
-    ))
+    Ok(loaded_rx)
 }
 
 /// Niceness of a loading thread: far enough below serving threads (0) that the scheduler gives
@@ -236,12 +298,25 @@ fn lower_thread_priority() {
 #[cfg(not(target_os = "linux"))]
 fn lower_thread_priority() {}
 
-/// The model thread's loop: one batch at a time, in arrival order, until every sender is gone.
-fn serve(model: &str, backend: &dyn Backend, counters: &Counters, mut jobs: mpsc::Receiver<Job>) {
+/// A model thread's loop: one batch at a time, taken in arrival order from the queue it shares
+/// with the model's other threads, until every sender is gone.
+fn serve(
+    model: &str,
+    backend: &dyn Backend,
+    counters: &Counters,
+    jobs: &Mutex<mpsc::Receiver<Job>>,
+) {
+    // Nothing panics while holding the lock.
+    let lock = || jobs.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(generator) = backend.generator() {
-        return generation::serve(model, backend, generator, counters, &mut jobs);
+        // A generating model has exactly one thread, so it keeps the queue to itself.
+        return generation::serve(model, backend, generator, counters, &mut lock());
     }
-    while let Some(job) = jobs.blocking_recv() {
+    loop {
+        // A statement of its own, so the lock is released before the batch runs.
+        let Some(job) = lock().blocking_recv() else {
+            break;
+        };
         let job = match job {
             Job::Batch(job) => job,
             Job::Adapter(job) => {

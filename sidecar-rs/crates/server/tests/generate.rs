@@ -306,6 +306,37 @@ async fn a_generator_refuses_a_half_precision_dtype() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generator_refuses_several_threads() {
+    let sidecar = sidecar().await;
+    let mut c = sidecar.client().await;
+    let gguf = smollm2::smollm2_gguf();
+    let load = req(
+        1,
+        "load",
+        &[
+            ("model", V::from("smol-2")),
+            ("path", V::from(gguf.to_str().unwrap())),
+            ("threads", V::from(2)),
+        ],
+    );
+    let message = assert_error(&c.call(&load).await, 1, "bad_request");
+    assert!(
+        message.contains("`threads` above 1 is for batch models"),
+        "{message}"
+    );
+    // The name is free again: loading it on one thread works.
+    let load = req(
+        2,
+        "load",
+        &[
+            ("model", V::from("smol-2")),
+            ("path", V::from(gguf.to_str().unwrap())),
+        ],
+    );
+    assert_ok(&c.call(&load).await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dequantized_load_streams_the_float32_reference_tokens() {
     let sidecar = sidecar().await;
     let mut c = sidecar.client().await;

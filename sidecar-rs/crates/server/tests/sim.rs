@@ -31,6 +31,51 @@ fn embed(id: u64, model: &str, inputs: V) -> V {
     )
 }
 
+/// A batch model on two threads runs two batches at once: neither waits in the queue for the
+/// other, where on one thread the second waits the whole of the first (the simulated cost is
+/// a sleep, so the wait is the cost whatever the machine's speed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_on_two_threads_runs_two_batches_at_once() {
+    let sidecar = TestSidecar::start(&[]).await;
+    let mut control = sidecar.client().await;
+    let slow = sim_map(&[
+        ("fixed_us", V::from(400_000)),
+        ("memory_bytes", V::from(1_000)),
+    ]);
+    for (id, model, threads) in [(1, "one", 1), (2, "two", 2)] {
+        let loaded = control
+            .call(&load_sim(
+                id,
+                model,
+                &[("sim", slow.clone()), ("threads", V::from(threads))],
+            ))
+            .await;
+        assert_ok(&loaded, id);
+        // Each thread holds its own copy.
+        assert_eq!(get(&loaded, "memory_bytes").as_u64(), Some(1_000 * threads));
+    }
+    for (model, waits) in [("one", true), ("two", false)] {
+        let (mut a, mut b) = (sidecar.client().await, sidecar.client().await);
+        let (first, second) = (
+            embed(10, model, strs(&["a"])),
+            embed(11, model, strs(&["b"])),
+        );
+        let (x, y) = tokio::join!(a.call(&first), b.call(&second));
+        assert_ok(&x, 10);
+        assert_ok(&y, 11);
+        let longest_wait = [&x, &y]
+            .iter()
+            .map(|r| get(r, "queue_us").as_u64().unwrap())
+            .max()
+            .unwrap();
+        assert_eq!(
+            longest_wait >= 300_000,
+            waits,
+            "{model}: waited {longest_wait} µs"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sim_model_loads_over_the_socket_and_answers() {
     let sidecar = TestSidecar::start(&[]).await;

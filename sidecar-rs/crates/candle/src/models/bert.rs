@@ -10,11 +10,12 @@
 //! built: sentence embeddings pool the last hidden state themselves, so `pooler.*` and any
 //! pre-training head in the file are left unread. Dropout is the identity at inference.
 
-use candle_core::{DType, Result, Tensor};
+use candle_core::{Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, Module, VarBuilder, embedding, layer_norm, linear};
 use serde::Deserialize;
 
 use super::encoder::Encoder;
+use super::packing::Packing;
 use crate::LoadError;
 
 /// The fields of `config.json` the encoder needs.
@@ -116,57 +117,70 @@ impl BertEmbeddings {
         })
     }
 
-    fn forward(&self, input_ids: &Tensor, token_type_ids: &Tensor) -> Result<Tensor> {
-        let (_batch, seq_len) = input_ids.dims2()?;
-        let positions = Tensor::arange(0u32, seq_len as u32, input_ids.device())?;
+    /// Packed `[tokens]` ids and segments, with each token's position in its row.
+    fn forward(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        positions: &Tensor,
+    ) -> Result<Tensor> {
         let tokens = self.word_embeddings.forward(input_ids)?;
         let segments = self.token_type_embeddings.forward(token_type_ids)?;
-        let positions = self.position_embeddings.forward(&positions)?;
-        let sum = (tokens + segments)?.broadcast_add(&positions)?;
-        self.layer_norm.forward(&sum)
+        let positions = self.position_embeddings.forward(positions)?;
+        self.layer_norm
+            .forward(&((tokens + segments)? + positions)?)
     }
 }
 
 /// Vaswani et al. §3.2.2, multi-head scaled dot-product attention:
-/// `softmax(Q Kᵀ / √d_k + mask) V`, computed for every head at once.
+/// `softmax(Q Kᵀ / √d_k + mask) V`, computed for every head at once. The three projections
+/// are one matrix product (their weights stacked at load), so a small batch reads its input
+/// once and makes one call instead of three.
 struct BertSelfAttention {
-    query: Linear,
-    key: Linear,
-    value: Linear,
+    query_key_value: Linear,
     num_heads: usize,
     head_dim: usize,
 }
 
 impl BertSelfAttention {
     fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
-        let head_dim = c.hidden_size / c.num_attention_heads;
+        let h = c.hidden_size;
+        let (weights, biases): (Vec<_>, Vec<_>) = ["query", "key", "value"]
+            .iter()
+            .map(|name| {
+                let vb = vb.pp(*name);
+                Ok((vb.get((h, h), "weight")?, vb.get(h, "bias")?))
+            })
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         Ok(Self {
-            query: linear(c.hidden_size, c.hidden_size, vb.pp("query"))?,
-            key: linear(c.hidden_size, c.hidden_size, vb.pp("key"))?,
-            value: linear(c.hidden_size, c.hidden_size, vb.pp("value"))?,
+            query_key_value: Linear::new(Tensor::cat(&weights, 0)?, Some(Tensor::cat(&biases, 0)?)),
             num_heads: c.num_attention_heads,
-            head_dim,
+            head_dim: h / c.num_attention_heads,
         })
     }
 
-    /// `mask` is additive, `[batch, 1, 1, seq]`: 0 for real tokens, a huge negative for padding.
-    fn forward(&self, xs: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let (batch, seq_len, _) = xs.dims3()?;
-        let heads = |t: Tensor| {
-            t.reshape((batch, seq_len, self.num_heads, self.head_dim))?
+    /// `xs` is packed, `[tokens, hidden]`; attention runs on the rows padded apart again, under
+    /// the additive `mask` `[batch, 1, 1, seq]`, and its output is packed back.
+    fn forward(&self, xs: &Tensor, packing: &Packing, mask: &Tensor) -> Result<Tensor> {
+        let (batch, seq_len) = (packing.batch(), packing.seq_len());
+        let width = self.num_heads * self.head_dim;
+        let qkv = packing.unpack(&self.query_key_value.forward(xs)?)?;
+        let heads = |i: usize| {
+            qkv.narrow(1, i * width, width)?
+                .reshape((batch, seq_len, self.num_heads, self.head_dim))?
                 .transpose(1, 2)?
                 .contiguous()
         };
-        let q = heads(self.query.forward(xs)?)?;
-        let k = heads(self.key.forward(xs)?)?;
-        let v = heads(self.value.forward(xs)?)?;
+        let (q, k, v) = (heads(0)?, heads(1)?, heads(2)?);
         let scores = (q.matmul(&k.t()?)? / (self.head_dim as f64).sqrt())?;
         let weights = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(mask)?)?;
-        weights.matmul(&v)?.transpose(1, 2)?.reshape((
-            batch,
-            seq_len,
-            self.num_heads * self.head_dim,
-        ))
+        let attended = weights
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .reshape((batch * seq_len, width))?;
+        packing.pack(&attended)
     }
 }
 
@@ -204,8 +218,8 @@ impl BertAttention {
         })
     }
 
-    fn forward(&self, xs: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let attended = self.self_attention.forward(xs, mask)?;
+    fn forward(&self, xs: &Tensor, packing: &Packing, mask: &Tensor) -> Result<Tensor> {
+        let attended = self.self_attention.forward(xs, packing, mask)?;
         self.output.forward(&attended, xs)
     }
 }
@@ -265,8 +279,8 @@ impl BertLayer {
         })
     }
 
-    fn forward(&self, xs: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let attended = self.attention.forward(xs, mask)?;
+    fn forward(&self, xs: &Tensor, packing: &Packing, mask: &Tensor) -> Result<Tensor> {
+        let attended = self.attention.forward(xs, packing, mask)?;
         let hidden = self.intermediate.forward(&attended)?;
         self.output.forward(&hidden, &attended)
     }
@@ -285,10 +299,10 @@ impl BertEncoder {
         Ok(Self { layers })
     }
 
-    fn forward(&self, xs: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        self.layers
-            .iter()
-            .try_fold(xs.clone(), |hidden, layer| layer.forward(&hidden, mask))
+    fn forward(&self, xs: &Tensor, packing: &Packing, mask: &Tensor) -> Result<Tensor> {
+        self.layers.iter().try_fold(xs.clone(), |hidden, layer| {
+            layer.forward(&hidden, packing, mask)
+        })
     }
 }
 
@@ -335,20 +349,17 @@ impl Encoder for BertModel {
         &self,
         input_ids: &Tensor,
         token_type_ids: &Tensor,
-        attention_mask: &Tensor,
+        lengths: &[usize],
     ) -> Result<Tensor> {
         let (batch, seq_len) = input_ids.dims2()?;
-        let hidden = self.embeddings.forward(input_ids, token_type_ids)?;
-        // Padding gets the most negative value of the compute type, as Hugging Face does, so
-        // its softmax weight is 0: f32::MIN in f32; in f16 and bf16 it would overflow to -inf.
-        let dtype = hidden.dtype();
-        let min = match dtype {
-            DType::F16 | DType::BF16 => -65504.0,
-            _ => f64::from(f32::MIN),
-        };
-        let additive_mask = ((1.0 - attention_mask.to_dtype(DType::F32)?)? * min)?
-            .to_dtype(dtype)?
-            .reshape((batch, 1, 1, seq_len))?;
-        self.encoder.forward(&hidden, &additive_mask)
+        let packing = Packing::new(lengths, seq_len, input_ids.device())?;
+        let ids = packing.pack(&input_ids.flatten_all()?)?;
+        let segments = packing.pack(&token_type_ids.flatten_all()?)?;
+        let hidden = self
+            .embeddings
+            .forward(&ids, &segments, packing.positions())?;
+        let mask = packing.attention_mask(hidden.dtype())?;
+        let hidden = self.encoder.forward(&hidden, &packing, &mask)?;
+        packing.unpack(&hidden)?.reshape((batch, seq_len, ()))
     }
 }

@@ -7,13 +7,13 @@ use candle_core::{Result, Tensor};
 /// A Transformer encoder: token ids in, one hidden state per token out. `Send`, so a backend
 /// built on a loading thread can move to the thread that serves it.
 pub trait Encoder: Send {
-    /// `input_ids` and `token_type_ids` are `[batch, seq]` u32; `attention_mask` is `[batch, seq]`
-    /// f32 with 1.0 for real tokens and 0.0 for padding. Returns `[batch, seq, hidden]`.
+    /// `input_ids` and `token_type_ids` are `[batch, seq]` u32, each row right-padded after its
+    /// `lengths[row]` real tokens. Returns `[batch, seq, hidden]`, zeros at padding.
     fn forward(
         &self,
         input_ids: &Tensor,
         token_type_ids: &Tensor,
-        attention_mask: &Tensor,
+        lengths: &[usize],
     ) -> Result<Tensor>;
 }
 

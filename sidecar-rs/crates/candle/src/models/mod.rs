@@ -7,6 +7,7 @@ mod encoder;
 pub mod llama;
 mod llama_config;
 pub mod lora;
+mod packing;
 
 use candle_nn::VarBuilder;
 

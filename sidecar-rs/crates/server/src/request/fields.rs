@@ -35,6 +35,7 @@ pub(super) struct Fields<'a> {
     pub(super) openai: Option<OpenAiSettings>,
     pub(super) dequantize: Option<bool>,
     pub(super) dtype: Option<Precision>,
+    pub(super) threads: Option<u64>,
     /// `load_adapter` and `unload_adapter`: the adapter's name.
     pub(super) adapter: Option<&'a str>,
     /// `generate`: prompt and sampling.
@@ -95,6 +96,7 @@ impl<'a> Fields<'a> {
                 ("load", b"openai") => {
                     fields.openai = Some(crate::openai_load::settings(&mut r, value)?)
                 }
+                ("load", b"threads") => fields.threads = Some(count("threads", value)?),
                 ("load", b"dequantize") => match value {
                     Item::Bool(v) => fields.dequantize = Some(v),
                     other => return Err(wrong_type("dequantize", "a bool", other)),

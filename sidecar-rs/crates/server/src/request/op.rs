@@ -34,6 +34,8 @@ pub(crate) enum Op<'a> {
         dequantize: Option<bool>,
         /// Candle: what an encoder computes in.
         dtype: Option<Precision>,
+        /// Model threads taking its batches (batch models only); `None` is one.
+        threads: Option<usize>,
     },
     Unload {
         model: &'a str,
