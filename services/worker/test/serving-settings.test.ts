@@ -13,6 +13,7 @@ describe("servingSettings", () => {
       maxFillWaitMs: 2,
       pullBatch: 64,
       maxBatchesInFlight: 1,
+      modelThreads: 1,
       batchCostPrior: undefined,
     });
   });
@@ -25,6 +26,7 @@ describe("servingSettings", () => {
       maxFillWaitMs: 0,
       fetchSize: 16,
       batchesInFlight: 2,
+      modelThreads: 3,
       batchCostPrior: { fixedUs: 200_000, perSequenceUs: 0, perPaddedTokenUs: 500 },
     });
     expect(servingSettings({}, tuned)).toEqual({
@@ -32,7 +34,9 @@ describe("servingSettings", () => {
       batchTargetMs: 120,
       maxFillWaitMs: 0,
       pullBatch: 16,
-      maxBatchesInFlight: 2,
+      // A batch for every model thread, above the tuned two.
+      maxBatchesInFlight: 3,
+      modelThreads: 3,
       batchCostPrior: { fixedUs: 200_000, perSequenceUs: 0, perPaddedTokenUs: 500 },
     });
   });
@@ -46,5 +50,7 @@ describe("servingSettings", () => {
     expect(settings.budget.maxPaddedTokens).toBe(512);
     expect(settings.batchTargetMs).toBe(500);
     expect(settings.maxBatchesInFlight).toBe(2);
+    const threaded = model({ batchesInFlight: 1, modelThreads: 2 });
+    expect(servingSettings({ maxBatchesInFlight: 1 }, threaded).maxBatchesInFlight).toBe(1);
   });
 });
