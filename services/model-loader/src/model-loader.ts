@@ -159,7 +159,7 @@ export class ModelLoader {
       model: m.key,
       pinned: m.pinned,
       copies: m.serving?.replicas,
-      bytes: this.#learnedBytes.get(m.key) ?? m.memoryBytes ?? UNKNOWN_MODEL_BYTES,
+      bytes: this.#learnedBytes.get(m.key) ?? expectedBytes(m),
       loadMs: this.#learnedLoadMs.get(m.key) ?? UNKNOWN_LOAD_MS,
       pending: measured.pending,
       ratePerS: measured.ratePerS,
@@ -199,7 +199,7 @@ export class ModelLoader {
     const log = this.#d.logger.child({ model: entry.id, worker: workerId });
     const worker = this.#d.registry.get(workerId);
     if (worker === undefined) return;
-    const expected = this.#learnedBytes.get(entry.key) ?? entry.memoryBytes ?? UNKNOWN_MODEL_BYTES;
+    const expected = this.#learnedBytes.get(entry.key) ?? expectedBytes(entry);
     this.#setReplica(workerId, entry.key, "loading", expected);
     try {
       this.#setStatus(entry.key, { state: "fetching" });
@@ -346,4 +346,12 @@ export class ModelLoader {
     this.#status.set(model, status);
     this.#d.kv.model({ model, ...status, updatedUnixMs: Date.now() });
   }
+}
+
+/**
+ * What a model takes on a worker before one has reported it: the catalog's size of one copy,
+ * once per model thread, since each thread holds its own weights (`serving.modelThreads`).
+ */
+function expectedBytes(entry: ModelEntry): number {
+  return (entry.memoryBytes ?? UNKNOWN_MODEL_BYTES) * (entry.serving?.modelThreads ?? 1);
 }

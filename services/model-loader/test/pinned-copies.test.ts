@@ -8,6 +8,7 @@ beforeAll(async () => {
     models: [
       simModel("wide", { pinned: true, serving: { replicas: 3 } }),
       simModel("narrow", { pinned: true }),
+      simModel("threaded", { pinned: true, serving: { modelThreads: 2 } }),
     ],
     workers: 4,
     capacityBytes: 1000 * MB,
@@ -31,4 +32,18 @@ it("keeps a pinned model on as many accelerators as its serving replicas say, an
   await new Promise((r) => setTimeout(r, 3000));
   expect((await node.api("/v1/catalog/wide")).body["copies"]).toHaveLength(3);
   expect((await node.api("/v1/catalog/narrow")).body["copies"]).toHaveLength(1);
+}, 300_000);
+
+it("places a model on two model threads with a copy of its weights for each", async () => {
+  await expect
+    .poll(async () => (await node.api("/v1/catalog/threaded")).body["copies"], {
+      timeout: 120_000,
+    })
+    .toHaveLength(1);
+  const [copy] = (await node.api("/v1/catalog/threaded")).body["copies"] as {
+    memoryBytes: number;
+  }[];
+  // The sidecar loaded it on two threads (each holding the simulated 100 MB), and the
+  // model-loader records what the worker reports.
+  expect(copy?.memoryBytes).toBe(200 * MB);
 }, 300_000);

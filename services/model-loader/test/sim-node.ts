@@ -129,6 +129,9 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
           SHOAL_NODE_ID: NODE,
           SHOAL_WORKER_MEMORY_BYTES: String(options.capacityBytes),
           SHOAL_HEARTBEAT_MS: "500",
+          // The gateway and model-loader here compile the catalog without a bundle; the
+          // workers must see the same settings (a bundle's modelThreads changes a footprint).
+          SHOAL_BUNDLE: "none",
           LOG_LEVEL: "info",
         },
         readyMessage: "worker pulling",
