@@ -44,9 +44,10 @@ beforeAll(async () => {
     env: { ...common, SHOAL_PORT: String(port), SHOAL_INGRESS_PROCESSES: "2" },
     readyMessage: "ingress listening",
   });
-  // The ready line is the first replica's; connections go only to replicas that listen.
+  // The ready line is the first replica's; connections go only to replicas that listen, so
+  // the tests start once both have said they do.
   const until = Date.now() + 60_000;
-  while (replicas().length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  while (listened() < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
 }, 180_000);
 
 afterAll(async () => {
@@ -67,6 +68,18 @@ function replicas(): number[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * How many replicas have started listening since the supervisor started (each logs it once).
+ * A replica's process exists before it listens: killing the only listening one would close
+ * the shared port until its replacement listens.
+ */
+function listened(): number {
+  return ingress
+    .output()
+    .split("\n")
+    .filter((line) => line.includes("ingress listening")).length;
 }
 
 /** One embedding request on a connection of its own; resolves with the status and body. */
@@ -117,11 +130,16 @@ it("answers on one port from every replica, each with its own reply subject", as
 it("replaces a replica that dies, and answers as before once it has", async () => {
   const [victim] = replicas();
   expect(victim).toBeDefined();
+  const before = listened();
   process.kill(victim as number, "SIGKILL");
   await expect
-    .poll(() => replicas().length === 2 && !replicas().includes(victim as number), {
-      timeout: 30_000,
-    })
+    .poll(
+      () =>
+        replicas().length === 2 &&
+        !replicas().includes(victim as number) &&
+        listened() === before + 1,
+      { timeout: 30_000 },
+    )
     .toBe(true);
   await allAnswered(40);
 }, 120_000);
