@@ -53,6 +53,15 @@ export default tseslint.config(
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true }],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      // A committed `.only` would silently skip every other test of its file.
+      "no-restricted-properties": [
+        "error",
+        ...["it", "test", "describe", "suite", "bench"].map((object) => ({
+          object,
+          property: "only",
+          message: "`.only` skips the rest of the file's tests; run one with `vitest -t` instead.",
+        })),
+      ],
     },
   },
   prettier,

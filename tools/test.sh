@@ -14,38 +14,69 @@ bash tools/setup/bootstrap.sh
 log="$(mktemp)"
 trap 'rm -f "${log}"' EXIT
 
-echo "[test] format"
-npx prettier --check . --log-level warn
-echo "[test] TypeScript: no import circles"
-npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.base.json libs services tools
-echo "[test] every package declares what it imports"
-node --import tsx tools/check/package-dependencies.ts
-echo "[test] Rust: no new module circles"
-node --import tsx tools/check/rust-module-cycles.ts sidecar-rs
-echo "[test] TypeScript: lint, typecheck, test"
-npx nx run-many -t lint typecheck test --outputStyle=stream --skipNxCache 2>&1 | tee -a "${log}"
-echo "[test] Go (the bench's load generator): gofmt, vet, test"
-(
-  cd tools/openloop
-  unformatted="$(gofmt -l .)"
-  if [[ -n "${unformatted}" ]]; then
-    echo "gofmt: not formatted: ${unformatted}" >&2
-    exit 1
+# Every stage runs even when an earlier one failed, so one run shows everything that is wrong;
+# the script fails at the end, after its summary, if any stage did.
+failed=()
+stage() {
+  local name="$1"
+  shift
+  echo "[test] ${name}"
+  if ! "$@"; then
+    failed+=("${name}")
   fi
-  go vet ./...
-  go test -count=1 -v ./... | grep -E '^(--- |ok|FAIL)'
-) 2>&1 | tee -a "${log}"
-echo "[test] Rust: fmt, clippy, test"
-(
-  cd sidecar-rs
-  cargo fmt --all --check
-  cargo clippy --release --locked --all-targets -j "${SHOAL_BUILD_JOBS}" -- -D warnings
-  cargo test --release --locked -j "${SHOAL_BUILD_JOBS}"
-) 2>&1 | tee -a "${log}"
+}
 
-# vitest reports "Tests  N passed (N)" per project, cargo "test result: ok. N passed; M failed".
+typescript() {
+  npx nx run-many -t lint typecheck test --outputStyle=stream --skipNxCache 2>&1 | tee -a "${log}"
+}
+
+go_suite() {
+  (
+    cd tools/openloop
+    unformatted="$(gofmt -l .)"
+    if [[ -n "${unformatted}" ]]; then
+      echo "gofmt: not formatted: ${unformatted}" >&2
+      exit 1
+    fi
+    go vet ./... && go test -count=1 -v ./... | grep -E '^(--- |ok|FAIL)'
+  ) 2>&1 | tee -a "${log}"
+}
+
+rust_suite() {
+  (
+    cd sidecar-rs
+    cargo fmt --all --check &&
+      cargo clippy --release --locked --all-targets -j "${SHOAL_BUILD_JOBS}" -- -D warnings &&
+      cargo test --release --locked -j "${SHOAL_BUILD_JOBS}"
+  ) 2>&1 | tee -a "${log}"
+}
+
+stage "format" npx prettier --check . --log-level warn
+stage "TypeScript: no import circles" npx madge --circular --no-spinner --extensions ts \
+  --ts-config tsconfig.base.json libs services tools
+stage "every package declares what it imports" node --import tsx tools/check/package-dependencies.ts
+stage "Rust: no new module circles" node --import tsx tools/check/rust-module-cycles.ts sidecar-rs
+stage "TypeScript: lint, typecheck, test" typescript
+stage "Go (the bench's load generator): gofmt, vet, test" go_suite
+stage "Rust: fmt, clippy, test" rust_suite
+
+# vitest reports "Tests  [F failed | ]N passed (T)" per project, Go "--- PASS"/"--- FAIL" per
+# test, cargo "test result: ok. N passed; M failed".
 sed 's/\x1b\[[0-9;]*m//g' "${log}" | awk '
-  /Tests +[0-9]+ passed/ && !/Test Files/ { for (i = 1; i <= NF; i++) if ($i == "passed") ts += $(i - 1) }
-  /test result: / { rs += $4; rf += $6 }
-  /^--- PASS/ { gs++ }
-  END { printf "[test] TypeScript %d passed; Go %d passed; Rust %d passed, %d failed\n%d passed, %d failed\n", ts, gs, rs, rf, ts + gs + rs, rf }'
+  /Tests +[0-9]+ (passed|failed)/ && !/Test Files/ {
+    for (i = 1; i <= NF; i++) {
+      if ($i == "passed") tp += $(i - 1)
+      if ($i == "failed") tf += $(i - 1)
+    }
+  }
+  /^--- PASS/ { gp++ }
+  /^--- FAIL/ { gf++ }
+  /test result: / { rp += $4; rf += $6 }
+  END {
+    printf "[test] TypeScript %d passed, %d failed; Go %d passed, %d failed; Rust %d passed, %d failed\n", tp, tf, gp, gf, rp, rf
+    printf "%d passed, %d failed\n", tp + gp + rp, tf + gf + rf
+  }'
+if ((${#failed[@]})); then
+  printf '[test] failed: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
