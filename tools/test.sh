@@ -51,10 +51,15 @@ rust_suite() {
   ) 2>&1 | tee -a "${log}"
 }
 
+declared_imports() {
+  npx nx run proto:generate --outputStyle=static >/dev/null &&
+    node --import tsx tools/check/package-dependencies.ts
+}
+
 stage "format" npx prettier --check . --log-level warn
 stage "TypeScript: no import circles" npx madge --circular --no-spinner --extensions ts \
   --ts-config tsconfig.base.json libs services tools
-stage "every package declares what it imports" node --import tsx tools/check/package-dependencies.ts
+stage "every package declares what it imports" declared_imports
 stage "Rust: no new module circles" node --import tsx tools/check/rust-module-cycles.ts sidecar-rs
 stage "TypeScript: lint, typecheck, test" typescript
 stage "Go (the bench's load generator): gofmt, vet, test" go_suite

@@ -9,7 +9,8 @@
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
 # README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090), the adapter
-# registry's on SHOAL_REGISTRY_PORT (8091).
+# registry's on SHOAL_REGISTRY_PORT (8091). Logs, the JetStream store and the sidecar's socket go
+# under SHOAL_CLUSTER_DIR ($SHOAL_HOME/cluster).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,7 +23,7 @@ npx nx run proto:generate --outputStyle=static >/dev/null
 port="${SHOAL_PORT:-8080}"
 nats_port="${SHOAL_NATS_PORT:-4222}"
 host="${SHOAL_HOST:-127.0.0.1}"
-run_dir="${SHOAL_HOME}/cluster"
+run_dir="${SHOAL_CLUSTER_DIR:-${SHOAL_HOME}/cluster}"
 logs="${run_dir}/logs"
 mkdir -p "${logs}" "${run_dir}/nats"
 export NATS_URL="nats://127.0.0.1:${nats_port}" SHOAL_PORT="${port}" SHOAL_HOST="${host}"

@@ -51,6 +51,17 @@ describe("findKnee", () => {
     expect(none.index).toBe(-1);
   });
 
+  it("counts a p99 exactly at the SLO as within it", () => {
+    expect(kneeMiss(step(10, 100), slo)).toBeUndefined();
+    expect(kneeMiss(step(10, 100.5), slo)).toBe("slo");
+  });
+
+  it("keeps up while at least 95 % of the load sent is answered, unless told another share", () => {
+    expect(kneeMiss(step(100, 20, { achievedRps: 95 }), slo)).toBeUndefined();
+    expect(kneeMiss(step(100, 20, { achievedRps: 94.5 }), slo)).toBe("saturated");
+    expect(kneeMiss(step(100, 20, { achievedRps: 60 }), { ...slo, keepUp: 0.5 })).toBeUndefined();
+  });
+
   it("treats a step with no answers (NaN p99) as a miss", () => {
     expect(kneeMiss(step(10, Number.NaN), slo)).toBe("slo");
   });

@@ -1,6 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { PlannedRequest } from "./plan.js";
-import { runStep } from "./run-step.js";
+import { runStep, type RunStepOptions } from "./run-step.js";
+import type { StepResult } from "./step-result.js";
 
 function plan(times: readonly number[]): PlannedRequest[] {
   return times.map((atMs) => ({
@@ -12,13 +13,32 @@ function plan(times: readonly number[]): PlannedRequest[] {
   }));
 }
 
+// A fake clock (timers and `performance.now`, which runStep reads by default) makes every send
+// time and latency exact, so the assertions hold on a busy machine as on an idle one.
+beforeEach(() => {
+  vi.useFakeTimers({
+    toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "performance"],
+  });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs the step to completion on the fake clock. */
+async function run(options: RunStepOptions): Promise<StepResult> {
+  const result = runStep(options);
+  await vi.runAllTimersAsync();
+  return result;
+}
 
 describe("runStep", () => {
   it("sends open-loop: a slow answer does not delay the next send", async () => {
     const sentAt: number[] = [];
     const t0 = performance.now();
-    const result = await runStep({
+    const result = await run({
       offeredRps: 20,
       plan: plan([0, 50, 100, 150]),
       seconds: 0.2,
@@ -31,21 +51,17 @@ describe("runStep", () => {
       },
     });
     // Every request went out on time although none had been answered yet.
-    expect(sentAt).toHaveLength(4);
-    sentAt.forEach((at, i) => {
-      expect(at).toBeGreaterThanOrEqual(i * 50 - 1);
-      expect(at).toBeLessThan(i * 50 + 40);
-    });
+    expect(sentAt).toEqual([0, 50, 100, 150]);
     expect(result.sent).toBe(4);
     expect(result.failed).toBe(0);
-    // All answers came after the window ended: no achieved throughput, latency ≈ 300 ms.
+    // All answers came after the window ended: no achieved throughput, latency the answer time.
     expect(result.achievedRps).toBe(0);
-    expect(result.latencyMs.p50).toBeGreaterThanOrEqual(299);
+    expect(result.latencyMs).toEqual({ p50: 300, p90: 300, p99: 300 });
   });
 
   it("reports percentiles of the phases answers report, over measured requests only", async () => {
     let n = 0;
-    const result = await runStep({
+    const result = await run({
       offeredRps: 100,
       plan: plan([0, 10, 60, 70, 80]),
       seconds: 0.2,
@@ -61,7 +77,7 @@ describe("runStep", () => {
   });
 
   it("reports no phases when answers carry none", async () => {
-    const result = await runStep({
+    const result = await run({
       offeredRps: 10,
       plan: plan([0]),
       seconds: 0.05,
@@ -74,7 +90,7 @@ describe("runStep", () => {
 
   it("counts answers, tokens and the load sent within the window, and failures", async () => {
     let n = 0;
-    const result = await runStep({
+    const result = await run({
       offeredRps: 40,
       plan: plan([0, 25, 50, 75, 100, 125, 150, 175]),
       seconds: 0.5,
@@ -95,7 +111,7 @@ describe("runStep", () => {
   });
 
   it("leaves requests sent during the warm-up out of the measurement", async () => {
-    const result = await runStep({
+    const result = await run({
       offeredRps: 10,
       plan: plan([0, 10, 150, 160]),
       seconds: 0.3,
@@ -107,11 +123,13 @@ describe("runStep", () => {
       },
     });
     expect(result.sent).toBe(2);
-    expect(result.latencyMs.p99).toBeLessThan(100);
+    expect(result.latencyMs.p99).toBe(5);
   });
 
   it("aborts what is still unanswered after the drain time and fails it", async () => {
-    const result = await runStep({
+    let abortedAt: number | undefined;
+    const t0 = performance.now();
+    const result = await run({
       offeredRps: 10,
       plan: plan([0]),
       seconds: 0.05,
@@ -120,10 +138,13 @@ describe("runStep", () => {
       send: (_, signal) =>
         new Promise((_resolve, reject) => {
           signal.addEventListener("abort", () => {
+            abortedAt = performance.now() - t0;
             reject(signal.reason as Error);
           });
         }),
     });
+    // The step's 50 ms, then the 50 ms drain: not before.
+    expect(abortedAt).toBe(100);
     expect(result.failed).toBe(1);
     expect(result.latencyMs.p99).toBeNaN();
   });

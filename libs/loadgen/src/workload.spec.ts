@@ -52,6 +52,35 @@ describe("compileWorkload", () => {
       "unknown key pareto",
     ],
     [{ ...base, mix: [{ function: "embed", models: ["a"], share: 0 }] }, "share must be a number"],
+    // Each message names the value's place in the file and what it was.
+    [
+      { ...base, load: { rates: [10, "fast"] } },
+      'workload.load.rates[1] must be a number in 0.01..=1000000, got "fast"',
+    ],
+    [
+      { ...base, load: { ramp: { from: 50, to: 10, step: 5 } } },
+      "workload.load.ramp.to must be a number in 50..=1000000, got 10",
+    ],
+    [
+      { ...base, load: { rates: [1], warmup_seconds: -1 } },
+      "workload.load.warmup_seconds must be a number in 0..=3600, got -1",
+    ],
+    [{ ...base, mix: ["embed"] }, "workload.mix[0] must be an object"],
+    [
+      { ...base, mix: [{ function: "embed", models: ["a", ""] }] },
+      "workload.mix[0].models must be a non-empty list of model ids",
+    ],
+    [
+      { ...base, mix: [{ function: "generate", models: ["a"], stream: "yes" }] },
+      "workload.mix[0].stream must be a boolean",
+    ],
+    [
+      {
+        ...base,
+        mix: [...base.mix, { function: "embed", models: ["c"], input_tokens: { uniform: [9, 3] } }],
+      },
+      "workload.mix[1].input_tokens.uniform: low 9 is above high 3",
+    ],
     [[], "workload must be an object"],
   ])("refuses %j", (raw, message) => {
     expect(() => compileWorkload(raw)).toThrow(WorkloadError);

@@ -101,6 +101,8 @@ export interface ModelStats {
   readonly sequences?: number;
   /** `generate` models: tokens those sequences generated. */
   readonly generatedTokens?: number;
+  /** `generate` models: sequences running now (a cancelled one leaves at the next step). */
+  readonly activeSequences?: number;
   /** `generate` models: the LoRA adapters loaded. */
   readonly adapters?: AdapterStats[];
 }
@@ -237,11 +239,15 @@ export function parseStats(body: FrameBody): StatsResult {
 }
 
 /** The generation counters, reported by sidecars that serve `generate` models. */
-function optionalCounters(m: Fields): { sequences?: number; generatedTokens?: number } {
+function optionalCounters(
+  m: Fields,
+): Pick<ModelStats, "sequences" | "generatedTokens" | "activeSequences"> {
   const sequences = m.optionalUint("sequences");
   const generatedTokens = m.optionalUint("generated_tokens");
+  const activeSequences = m.optionalUint("active_sequences");
   return {
     ...(sequences === undefined ? {} : { sequences }),
     ...(generatedTokens === undefined ? {} : { generatedTokens }),
+    ...(activeSequences === undefined ? {} : { activeSequences }),
   };
 }

@@ -32,6 +32,7 @@ async function serve(): Promise<void> {
       maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),
       offloadThresholdBytes: envInt(env, "SHOAL_OFFLOAD_THRESHOLD_BYTES"),
       defaultTimeoutMs: envInt(env, "SHOAL_DEFAULT_TIMEOUT_MS"),
+      streamIdleTimeoutMs: envInt(env, "SHOAL_STREAM_IDLE_MS"),
       maxPending: envInt(env, "SHOAL_MAX_PENDING"),
       maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),
       logger: booted.logger,

@@ -53,6 +53,11 @@ export interface IngressOptions {
   readonly offloadThresholdBytes?: number;
   /** Deadline of requests whose client sets none, ms. @default 30000 */
   readonly defaultTimeoutMs?: number;
+  /**
+   * Silence from a generation's worker after its first event before the stream is given up
+   * with UNAVAILABLE (the worker died midway), ms. @default 60000
+   */
+  readonly streamIdleTimeoutMs?: number;
   /** Requests held at once before new ones get 429. @default 10000 */
   readonly maxPending?: number;
   /** Most padded tokens (`inputs × longest`) one queued part carries. @default 8192 */
@@ -133,6 +138,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     catalog,
     logger,
     defaultTimeoutMs: options.defaultTimeoutMs,
+    idleTimeoutMs: options.streamIdleTimeoutMs,
     residency,
     adapters,
   });

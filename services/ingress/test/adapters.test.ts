@@ -34,7 +34,8 @@ async function publish(name: string) {
 }
 
 beforeAll(async () => {
-  cluster = await startGenerationCluster();
+  // One adapter per model at a time, so loading a second evicts the first.
+  cluster = await startGenerationCluster({ env: { SHOAL_MAX_ADAPTERS_PER_MODEL: "1" } });
   nc = await connect({ servers: cluster.nats.url });
   store = await AdapterStore.open(nc);
   client = new OpenAI({ baseURL: `${cluster.baseUrl}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -44,6 +45,12 @@ afterAll(async () => {
   await nc.close();
   await cluster.stop();
 });
+
+/** The adapters SmolLM2's sidecar holds now. */
+async function loadedAdapters(): Promise<string[]> {
+  const smol = (await cluster.sidecarStats()).models.find((m) => m.model === BASE.key);
+  return smol?.adapters?.map((a) => a.adapter) ?? [];
+}
 
 const chat = (model: string) =>
   client.chat.completions.create({
@@ -118,6 +125,50 @@ describe("LoRA adapters through ingress", { timeout: 240_000 }, () => {
     expect(latest.choices[0]?.message.content).not.toBe("");
     const smol = (await cluster.sidecarStats()).models.find((m) => m.model === BASE.key);
     expect(smol?.adapters?.map((a) => a.adapter)).toContain("sea-poet@2");
+  });
+});
+
+describe("an adapter evicted while a stream uses it", { timeout: 240_000 }, () => {
+  it("finishes the running stream with that adapter's text", async () => {
+    await publish("tide-poet");
+    await publish("reef-poet");
+    const request = (model: string) => ({
+      model,
+      messages: [{ role: "user" as const, content: "Write a long poem about the sea, please." }],
+      max_tokens: 96,
+      temperature: 0,
+    });
+    const text = (r: { choices: { message: { content: string | null } }[] }) =>
+      r.choices[0]?.message.content ?? "";
+    const control = text(await client.chat.completions.create(request(`${SMOLLM2}:tide-poet`)));
+    // The adapter changes this answer, so a stream that lost it midway would end differently.
+    expect(control).not.toBe(text(await client.chat.completions.create(request(SMOLLM2))));
+    expect(await loadedAdapters()).toEqual(["tide-poet@1"]);
+
+    const chunks = await client.chat.completions.create({
+      ...request(`${SMOLLM2}:tide-poet`),
+      stream: true,
+    });
+    let streamed = "";
+    const progress = { finished: false };
+    let evictedMidStream: Promise<boolean> | undefined;
+    for await (const chunk of chunks) {
+      streamed += chunk.choices[0]?.delta.content ?? "";
+      // A request for another adapter makes the worker unload this one, mid-stream.
+      evictedMidStream ??= (async () => {
+        const other = chat(`${SMOLLM2}:reef-poet`);
+        await expect
+          .poll(loadedAdapters, { timeout: 30_000, interval: 20 })
+          .not.toContain("tide-poet@1");
+        const midStream = !progress.finished;
+        await other;
+        return midStream;
+      })();
+    }
+    progress.finished = true;
+    expect(await evictedMidStream).toBe(true);
+    expect(streamed).toBe(control);
+    expect(await loadedAdapters()).toEqual(["reef-poet@1"]);
   });
 });
 

@@ -129,6 +129,21 @@ describe.each(stores)("blobs kept in %s", (_store, storeEnv) => {
       await eventually(async () => (await liveBlobs()).length === 0);
     });
 
+    it("is deleted after a failed answer too", async () => {
+      workItemBytes.length = 0;
+      const res = await fetch(`${cluster.baseUrl}/v1/embeddings`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: MINILM, input: [huge], truncate: false }),
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/token/);
+      // It went through the offloader and the queue, and failed there, not before.
+      await spy.flush();
+      expect(workItemBytes.length).toBeGreaterThanOrEqual(1);
+      await eventually(async () => (await liveBlobs()).length === 0);
+    });
+
     it("keeps each reference with its part when a request is cut into several", async () => {
       // 64 inputs fill a part (SHOAL_PART_MAX_INPUTS), so the huge one, at index 66, is input 2
       // of the second part.
@@ -167,6 +182,7 @@ describe.each(stores)("blobs kept in %s", (_store, storeEnv) => {
       expect(res.embeddings[0]?.truncated).toBe(true);
       expect(res.embeddings[0]?.values).toHaveLength(384);
       await spy.flush();
+      expect(workItemBytes.length).toBeGreaterThanOrEqual(1);
       expect(Math.max(...workItemBytes)).toBeLessThan(4 * 1024);
       await eventually(async () => (await liveBlobs()).length === 0);
     });

@@ -1,5 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import OpenAI, { APIError, BadRequestError, NotFoundError } from "openai";
+import type { ModelStats } from "@shoal/sidecar-client";
 import { collectStream, inferenceStub } from "./support/grpc-js.js";
 import { runPytest } from "./support/pytest.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -155,6 +156,19 @@ describe("chat completions with the openai npm SDK", { timeout: 240_000 }, () =>
     expect(again.choices.map((c) => c.message.content)).toEqual(
       res.choices.map((c) => c.message.content),
     );
+    // Choice i is sampled with seed + i: each is the answer of a single request with that seed.
+    const single = async (seed: number) =>
+      (
+        await client.chat.completions.create({
+          model: SMOLLM2,
+          messages: MESSAGES,
+          max_tokens: 12,
+          temperature: 1,
+          seed,
+        })
+      ).choices[0]?.message.content;
+    expect([await single(7), await single(8)]).toEqual(res.choices.map((c) => c.message.content));
+    expect(res.choices[0]?.message.content).not.toBe(res.choices[1]?.message.content);
   });
 });
 
@@ -184,50 +198,93 @@ describe("completions with the openai npm SDK", { timeout: 240_000 }, () => {
   });
 });
 
-describe("client disconnects", { timeout: 240_000 }, () => {
-  it("stops decoding in the sidecar when the client aborts mid-stream", async () => {
+describe("cancellation reaches the sidecar", { timeout: 240_000 }, () => {
+  // A prompt the greedy model keeps continuing: the control below shows it runs to
+  // `max_tokens` when nobody cancels, so a cancelled run stopping far short of that bound is
+  // the cancel's doing, not the model stopping by itself.
+  const COUNTING = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,";
+  const CONTROL_TOKENS = 160;
+  /** Far below both max_tokens and the control: the tokens a cancel takes to reach a step. */
+  const CANCEL_BOUND = 64;
+
+  it("runs the counting prompt to max_tokens when nobody cancels (the control)", async () => {
+    const res = await client.completions.create({
+      model: SMOLLM2,
+      prompt: COUNTING,
+      max_tokens: CONTROL_TOKENS,
+      temperature: 0,
+    });
+    expect(res.choices[0]?.finish_reason).toBe("length");
+    expect(res.usage?.completion_tokens).toBe(CONTROL_TOKENS);
+  });
+
+  it("stops decoding and frees the sequence when a REST client disconnects mid-stream", async () => {
     const before = await cluster.sidecarStats();
     const controller = new AbortController();
-    const stream = await client.chat.completions.create(
-      {
-        model: SMOLLM2,
-        messages: [{ role: "user", content: "Count from one to one thousand in words." }],
-        max_tokens: 2000,
-        temperature: 0,
-        stream: true,
-      },
+    const stream = await client.completions.create(
+      { model: SMOLLM2, prompt: COUNTING, max_tokens: 2000, temperature: 0, stream: true },
       { signal: controller.signal },
     );
     let chunks = 0;
     await rejection(
       (async () => {
         for await (const chunk of stream) {
-          if (chunk.choices[0]?.delta.content && ++chunks >= 3) controller.abort();
+          if (chunk.choices[0]?.text && ++chunks >= 3) controller.abort();
         }
       })(),
     );
-    // The sidecar's counters stop moving once the cancel reached it, long before 2000 tokens.
-    const settled = await settledStats(before);
-    expect(settled).toBeLessThan(2000);
+    const settled = await settledStats(before, CANCEL_BOUND);
     expect(settled).toBeGreaterThanOrEqual(3);
-    const output = cluster.worker.output();
-    expect(output).toMatch(/generation cancelled/);
+    expect(settled).toBeLessThan(CANCEL_BOUND);
+    expect(cluster.worker.output()).toMatch(/generation cancelled/);
+  });
+
+  it("stops decoding and frees the sequence when a gRPC client cancels its Generate stream", async () => {
+    const before = await cluster.sidecarStats();
+    const stub = inferenceStub(cluster.baseUrl);
+    try {
+      const call = stub.Generate(
+        { model: SMOLLM2, prompt: COUNTING, sampling: { maxTokens: 2000, temperature: 0 } },
+        new grpc.Metadata(),
+        { deadline: Date.now() + 120_000 },
+      );
+      const status = await new Promise<grpc.StatusObject>((resolve) => {
+        let messages = 0;
+        call.on("data", () => {
+          if (++messages === 3) call.cancel();
+        });
+        call.on("error", () => undefined);
+        call.on("status", resolve);
+      });
+      expect(status.code).toBe(grpc.status.CANCELLED);
+      const settled = await settledStats(before, CANCEL_BOUND);
+      expect(settled).toBeGreaterThanOrEqual(3);
+      expect(settled).toBeLessThan(CANCEL_BOUND);
+    } finally {
+      stub.close();
+    }
   });
 });
 
-/** Polls the sidecar's generated-token count until two reads a second apart agree. */
+/**
+ * Polls the sidecar until its generator holds no running sequence and its generated-token
+ * count reads the same twice a second apart, or that count reaches `bound` (the cancel did not
+ * stop it); returns the tokens generated since `before`.
+ */
 async function settledStats(
   before: Awaited<ReturnType<GenerationCluster["sidecarStats"]>>,
+  bound: number,
 ): Promise<number> {
+  const generators = (s: typeof before): ModelStats[] =>
+    s.models.filter((m) => m.family === "generate");
   const tokens = (s: typeof before): number =>
-    s.models
-      .filter((m) => m.family === "generate")
-      .reduce((n, m) => n + (m.generatedTokens ?? 0), 0);
+    generators(s).reduce((n, m) => n + (m.generatedTokens ?? 0), 0);
   let last = -1;
   for (;;) {
     const now = await cluster.sidecarStats();
     const count = tokens(now) - tokens(before);
-    if (count === last) return count;
+    const active = generators(now).reduce((n, m) => n + (m.activeSequences ?? 0), 0);
+    if ((count === last && active === 0) || count >= bound) return count;
     last = count;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }

@@ -466,6 +466,11 @@ export class ModelPuller {
       publishAnswers(nc, workerId, answers);
       await nc.flush();
       for (const m of batch) m.msg.ack();
+      if (this.#o.logger.isLevelEnabled("debug")) {
+        // With "batch started", shows how batches overlapped (prefetch, model threads).
+        const seqs = batch.map((m) => m.msg.streamSequence);
+        this.#o.logger.debug({ seqs, at_us: wallClockUs() }, "batch answered");
+      }
       for (const s of spans) {
         if (this.#o.logger.isLevelEnabled("debug")) {
           context.with(trace.setSpan(s.parent, s.span), () => {

@@ -1,5 +1,8 @@
 import { execFileSync } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { ROOT_CONTEXT } from "@opentelemetry/api";
+import { simEmbeddingEntry, tempDir } from "@shoal/testing";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
 
@@ -13,21 +16,36 @@ afterEach(async () => {
   await pipeline.stop();
 });
 
-/** 32 inputs of ~256 tokens: one batch that takes seconds on a CPU sidecar. */
+/** 32 inputs of ~256 tokens, one batch. */
 const heavy = Array.from(
   { length: 32 },
   (_, i) => `${i} ${"a batch longer than the ack wait ".repeat(60)}`,
 );
 
+/** What every batch of the slow worker takes, whatever the machine. */
+const SLOW_BATCH_MS = 3_000;
+
+/**
+ * A worker whose MiniLM is simulated at a fixed {@link SLOW_BATCH_MS} a batch: long by
+ * construction, where the real model finishes this batch in under a second on fast hardware.
+ */
+async function slowWorkerEnv(): Promise<Record<string, string>> {
+  const catalog = join(await tempDir("long-batches"), "catalog.json");
+  const entry = simEmbeddingEntry(MINILM, "all-minilm-l6-v2", { fixedUs: SLOW_BATCH_MS * 1000 });
+  await writeFile(catalog, JSON.stringify({ models: [entry] }));
+  return { SHOAL_CATALOG: catalog, SHOAL_SIDECAR_BACKEND: "sim" };
+}
+
 it("keeps a batch longer than the ack wait from being redelivered (in-progress)", async () => {
   // Two workers: were the batch's ack wait to lapse, the idle one would get the item again
   // and answer it a second time.
-  await pipeline.startWorker("slow-a", { SHOAL_ACK_WAIT_MS: "1000" });
-  await pipeline.startWorker("slow-b", { SHOAL_ACK_WAIT_MS: "1000" });
+  const slow = await slowWorkerEnv();
+  await pipeline.startWorker("slow-a", { ...slow, SHOAL_ACK_WAIT_MS: "1000" });
+  await pipeline.startWorker("slow-b", { ...slow, SHOAL_ACK_WAIT_MS: "1000" });
   const started = performance.now();
   const outcome = await pipeline.gateway.embed({ model: MINILM, inputs: heavy }, ROOT_CONTEXT);
-  // Only meaningful if the batch really outlived the ack wait.
-  expect(performance.now() - started).toBeGreaterThan(1000);
+  // The test's premise, which the simulated cost guarantees: the batch outlived the ack wait.
+  expect(performance.now() - started).toBeGreaterThanOrEqual(SLOW_BATCH_MS);
   expect(outcome.tokens).toHaveLength(heavy.length);
   // Long enough for a redelivered copy to be computed and answered by the other worker.
   await new Promise((r) => setTimeout(r, 2 * (performance.now() - started)));
@@ -58,7 +76,8 @@ it("replaces a stalled sidecar and answers its batch from the next one", async (
 }, 120_000);
 
 it("finishes the batch in hand on SIGTERM, then exits cleanly", async () => {
-  const worker = await pipeline.startWorker("draining");
+  // Slow, so that the signal lands while the batch runs.
+  const worker = await pipeline.startWorker("draining", await slowWorkerEnv());
   const answer = pipeline.gateway.embed({ model: MINILM, inputs: heavy }, ROOT_CONTEXT);
   const held = async () =>
     (await pipeline.jsm.consumers.info("SHOAL_WORK", MINILM_CONSUMER)).num_ack_pending;

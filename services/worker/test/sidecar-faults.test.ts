@@ -1,7 +1,10 @@
 import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { ROOT_CONTEXT } from "@opentelemetry/api";
 import { ErrorCode, WorkBundleSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
+import { SidecarClient } from "@shoal/sidecar-client";
+import { tempDir } from "@shoal/testing";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
 
@@ -62,18 +65,30 @@ it("answers an item that expired in the queue with DEADLINE_EXCEEDED and never c
       (e: unknown) => (e as { kind?: string }).kind,
     );
   expect(await answer).toBe("deadline_exceeded");
-  await pipeline.startWorker("late");
+  const socketPath = join(await tempDir("late-worker"), "sidecar.sock");
+  await pipeline.startWorker("late", { SHOAL_SIDECAR_SOCKET: socketPath });
   await expect
-    .poll(async () => {
-      const info = await pipeline.jsm.consumers.info("SHOAL_WORK", MINILM_CONSUMER);
-      return info.num_pending + info.num_ack_pending;
-    })
+    .poll(
+      async () => {
+        const info = await pipeline.jsm.consumers.info("SHOAL_WORK", MINILM_CONSUMER);
+        return info.num_pending + info.num_ack_pending;
+      },
+      { timeout: 10_000 },
+    )
     .toBe(0);
   await pipeline.nc.flush();
   sub.unsubscribe();
   expect(results).toHaveLength(1);
   expect(results[0]?.outcome.case).toBe("error");
   expect(results[0]?.outcome.value).toMatchObject({ code: ErrorCode.DEADLINE_EXCEEDED });
+  // Never computed, by the sidecar's own count: the worker ran nothing else.
+  const sidecar = await SidecarClient.connect({ socketPath });
+  try {
+    const minilm = (await sidecar.stats()).models.find((m) => m.model === "all-minilm-l6-v2");
+    expect(minilm).toMatchObject({ batches: 0, items: 0 });
+  } finally {
+    await sidecar.close();
+  }
 }, 120_000);
 
 it("refuses an overload burst past its bound at once, and answers every request it accepted", async () => {

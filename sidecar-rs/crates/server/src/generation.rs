@@ -48,6 +48,9 @@ pub(crate) fn serve(
     let mut next_id = 0u64;
     let mut open = true;
     loop {
+        counters
+            .active_sequences
+            .store(live.len() as u64, Ordering::Relaxed);
         if live.is_empty() {
             if !open {
                 return;
@@ -82,6 +85,9 @@ pub(crate) fn serve(
                 finish(model, counters, l, event);
             }
         }
+        counters
+            .active_sequences
+            .store(live.len() as u64, Ordering::Relaxed);
         if live.is_empty() {
             continue;
         }

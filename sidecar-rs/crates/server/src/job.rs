@@ -24,6 +24,9 @@ pub(crate) struct Counters {
     /// `generate` models: sequences finished and tokens they generated.
     pub sequences: AtomicU64,
     pub generated_tokens: AtomicU64,
+    /// `generate` models: sequences admitted and not yet finished (a cancelled one is
+    /// finished once the thread has dropped it between two steps).
+    pub active_sequences: AtomicU64,
 }
 
 /// What a model thread is asked to do.

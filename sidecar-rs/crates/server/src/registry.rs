@@ -175,6 +175,7 @@ impl Registry {
                     busy_us: handle.counters.busy_us.load(Ordering::Relaxed),
                     sequences: handle.counters.sequences.load(Ordering::Relaxed),
                     generated_tokens: handle.counters.generated_tokens.load(Ordering::Relaxed),
+                    active_sequences: handle.counters.active_sequences.load(Ordering::Relaxed),
                     adapters: handle
                         .adapters()
                         .iter()

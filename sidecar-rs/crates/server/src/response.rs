@@ -73,6 +73,8 @@ pub(crate) struct ModelStats {
     /// `generate` models: sequences finished and the tokens they generated.
     pub sequences: u64,
     pub generated_tokens: u64,
+    /// `generate` models: sequences running now.
+    pub active_sequences: u64,
     /// `generate` models: the LoRA adapters loaded, by name.
     pub adapters: Vec<AdapterStats>,
 }

@@ -565,23 +565,37 @@ async fn a_closed_connection_cancels_its_sequences() {
         .await;
     let first = a.recv().await;
     assert_eq!(get(&first, "event").as_str(), Some("tokens"), "{first}");
-    drop(a);
     let mut b = sidecar.client().await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let stats = b.call(&req(1, "stats", &[])).await;
-        let smol = get(&stats, "models")
+    let smol_stats = |stats: &V| {
+        get(stats, "models")
             .as_array()
             .unwrap()
             .iter()
             .find(|m| get(m, "model").as_str() == Some(MODEL))
             .unwrap()
-            .clone();
-        if get(&smol, "sequences").as_u64() == Some(1) {
+            .clone()
+    };
+    let running = smol_stats(&b.call(&req(1, "stats", &[])).await);
+    assert_eq!(
+        get(&running, "active_sequences").as_u64(),
+        Some(1),
+        "{running}"
+    );
+    drop(a);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let smol = smol_stats(&b.call(&req(2, "stats", &[])).await);
+        // Finished and its slot given back: the thread dropped it between two steps.
+        if get(&smol, "sequences").as_u64() == Some(1)
+            && get(&smol, "active_sequences").as_u64() == Some(0)
+        {
             assert!(get(&smol, "generated_tokens").as_u64().unwrap() < 4000);
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "never cancelled");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never cancelled: {smol}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     sidecar.stop().await;
