@@ -8,7 +8,7 @@
  *
  *   node --import tsx tools/check/rust-module-cycles.ts sidecar-rs
  *
- * Exits 1 on a circle not in {@link ALLOWED_FILE}, or a listed one that is gone.
+ * Exits 1 and names every circle it finds.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, sep } from "node:path";
@@ -337,60 +337,23 @@ function owner(absolute: readonly string[], crate: Crate, depth = 0): string {
   return "";
 }
 
-/**
- * Circles known when the check was introduced, one per line as `<crate>: <member>, <member>…`
- * (`#` comments allowed). They are debts: the check fails on any other circle, and on a listed
- * one that is gone, so the list only shrinks.
- */
-export const ALLOWED_FILE = "tools/check/rust-module-cycles.allowed";
-
-/** A circle's key as the allowed file spells it. */
-export function circleKey(crate: string, circle: Circle): string {
-  return `${crate}: ${circle.members.join(", ")}`;
-}
-
-/** What the check reports: circles not allowed, and allowed ones no longer there. */
-export function judge(
-  found: readonly string[],
-  allowed: readonly string[],
-): { readonly unexpected: string[]; readonly fixed: string[] } {
-  return {
-    unexpected: found.filter((key) => !allowed.includes(key)),
-    fixed: allowed.filter((key) => !found.includes(key)),
-  };
-}
-
-function main(workspace: string, allowedFile: string): number {
-  const allowed = readFileSync(allowedFile, "utf8")
-    .split("\n")
-    .map((line) => line.replace(/#.*$/, "").trim())
-    .filter((line) => line !== "");
+function main(workspace: string): number {
   const crates = readdirSync(join(workspace, "crates")).sort();
   let modules = 0;
-  const found: string[] = [];
-  const paths = new Map<string, string>();
+  let circles = 0;
   for (const crate of crates) {
     const graph = crateGraph(join(workspace, "crates", crate, "src"));
     modules += graph.size;
     for (const circle of cyclesOf(graph)) {
-      const key = circleKey(crate, circle);
-      found.push(key);
-      paths.set(key, `${crate}: ${circle.path.join(" -> ")}`);
+      circles++;
+      console.error(`module circle: ${crate}: ${circle.path.join(" -> ")}`);
     }
   }
-  const { unexpected, fixed } = judge(found, allowed);
-  for (const key of unexpected)
-    console.error(`module circle: ${paths.get(key) ?? key}\n  (${key})`);
-  for (const key of fixed) {
-    console.error(`no longer a circle, remove it from ${allowedFile}: ${key}`);
-  }
-  if (unexpected.length > 0 || fixed.length > 0) return 1;
-  console.log(
-    `no new module circles in ${crates.length} crates, ${modules} modules (${allowed.length} known, in ${allowedFile})`,
-  );
+  if (circles > 0) return 1;
+  console.log(`no module circles in ${crates.length} crates, ${modules} modules`);
   return 0;
 }
 
 if (process.argv[1]?.endsWith("rust-module-cycles.ts") === true) {
-  process.exitCode = main(process.argv[2] ?? "sidecar-rs", process.argv[3] ?? ALLOWED_FILE);
+  process.exitCode = main(process.argv[2] ?? "sidecar-rs");
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -169,6 +170,25 @@ describe("an adapter evicted while a stream uses it", { timeout: 240_000 }, () =
     expect(await evictedMidStream).toBe(true);
     expect(streamed).toBe(control);
     expect(await loadedAdapters()).toEqual(["reef-poet@1"]);
+  });
+});
+
+describe("a sidecar that restarted", { timeout: 240_000 }, () => {
+  it("has lost its adapters: the worker loads the adapter again and answers", async () => {
+    const before = (await chat(`${SMOLLM2}:reef-poet`)).choices[0]?.message.content;
+    const sidecar = execFileSync("pgrep", ["-P", String(cluster.worker.pid), "shoal-sidecar"], {
+      encoding: "utf8",
+    }).trim();
+    process.kill(Number(sidecar), "SIGKILL");
+    await expect
+      .poll(() => cluster.worker.output(), { timeout: 30_000 })
+      .toMatch(/sidecar exited; restarting it/);
+    // The worker still believes reef-poet loaded; its replacement sidecar says it is not.
+    const after = await chat(`${SMOLLM2}:reef-poet`);
+    expect(after.choices[0]?.message.content).toBe(before);
+    expect(cluster.worker.output()).toMatch(
+      /"code":"adapter_not_found".*"msg":"generation failed before its first event; retrying"/,
+    );
   });
 });
 

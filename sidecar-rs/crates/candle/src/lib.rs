@@ -8,10 +8,12 @@
 mod backend;
 mod chat_template;
 mod detokenize;
+mod encoder_runner;
 mod entities;
 mod error;
 mod generator;
 mod gguf;
+mod heads;
 pub mod models;
 mod pooling;
 mod precision;

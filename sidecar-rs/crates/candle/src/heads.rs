@@ -4,17 +4,17 @@
 use candle_core::Tensor;
 use candle_nn::VarBuilder;
 use shoal_sidecar_core::{
-    Backend, BackendError, EmbedBatch, Entities, ModelFamily, PairBatch, Probabilities, Scores,
+    BackendError, EmbedBatch, Entities, ModelFamily, PairBatch, Probabilities, Scores,
 };
 
-use super::{CandleBackend, Tokenized};
 use crate::LoadError;
+use crate::encoder_runner::{EncoderRunner, Tokenized};
 use crate::entities::{TaggedToken, aggregate};
 use crate::models::bert_heads::{SequenceClassifier, TokenClassifier};
 use crate::task::{Activation, Task};
 
 /// What follows the encoder.
-pub(super) enum Head {
+pub(crate) enum Head {
     /// Pooling and optional normalisation: a sentence-embedding model.
     Pooled,
     /// `*ForSequenceClassification`.
@@ -32,7 +32,7 @@ pub(super) enum Head {
 
 impl Head {
     /// Builds the head `task` names from the checkpoint behind `vb`.
-    pub(super) fn load(task: Task, vb: VarBuilder, hidden_size: usize) -> Result<Self, LoadError> {
+    pub(crate) fn load(task: Task, vb: VarBuilder, hidden_size: usize) -> Result<Self, LoadError> {
         Ok(match task {
             Task::Embedding => Head::Pooled,
             Task::Sequence { labels, activation } => Head::Sequence {
@@ -47,7 +47,7 @@ impl Head {
         })
     }
 
-    pub(super) fn family(&self) -> ModelFamily {
+    pub(crate) fn family(&self) -> ModelFamily {
         match self {
             Head::Pooled => ModelFamily::Embedding,
             Head::Sequence { labels, .. } if labels.len() == 1 => ModelFamily::Rerank,
@@ -56,7 +56,7 @@ impl Head {
         }
     }
 
-    pub(super) fn labels(&self) -> &[String] {
+    pub(crate) fn labels(&self) -> &[String] {
         match self {
             Head::Pooled => &[],
             Head::Sequence { labels, .. } | Head::Tokens { labels, .. } => labels,
@@ -90,17 +90,21 @@ fn argmax(row: &[f32]) -> (usize, f32) {
         })
 }
 
-impl CandleBackend {
+impl Head {
     fn refuse(&self, op: &str) -> BackendError {
         BackendError::unsupported(self.family(), op)
     }
 
     /// Per-row head outputs, in row order: `[labels]` logits for a sequence head, or
     /// `[tokens × labels]` logits (real tokens only) for a token head.
-    pub(super) fn head_logits(&self, rows: &[Tokenized]) -> Result<Vec<Vec<f32>>, BackendError> {
+    fn logits(
+        &self,
+        runner: &EncoderRunner,
+        rows: &[Tokenized],
+    ) -> Result<Vec<Vec<f32>>, BackendError> {
         let mut out = vec![Vec::new(); rows.len()];
-        self.passes(rows, |chunk, hidden, _mask| {
-            let logits: Tensor = match &self.head {
+        runner.passes(rows, |chunk, hidden, _mask| {
+            let logits: Tensor = match self {
                 Head::Sequence { classifier, .. } => classifier.forward(&hidden)?,
                 Head::Tokens { classifier, .. } => classifier.forward(&hidden)?,
                 Head::Pooled => {
@@ -109,13 +113,13 @@ impl CandleBackend {
                     ));
                 }
             };
-            let labels = self.head.labels().len();
+            let labels = self.labels().len();
             let seq_len = hidden.dim(1)?;
             let flat = logits.flatten_all()?.to_vec1::<f32>()?;
             let per_row = flat.len() / chunk.len();
             for (k, &i) in chunk.iter().enumerate() {
                 let row = &flat[k * per_row..(k + 1) * per_row];
-                out[i] = match self.head {
+                out[i] = match self {
                     Head::Tokens { .. } => {
                         debug_assert_eq!(per_row, seq_len * labels);
                         row[..rows[i].ids.len() * labels].to_vec()
@@ -128,24 +132,15 @@ impl CandleBackend {
         Ok(out)
     }
 
-    /// Tokenises `batch` as single texts, capped as for `embed`.
-    fn singles(
+    /// Relevance of every (query, document) pair of `batch`, in pair order.
+    pub(crate) fn score(
         &self,
-        batch: &EmbedBatch,
-        char_offsets: bool,
-    ) -> Result<(Vec<Tokenized>, Vec<bool>), BackendError> {
-        if batch.inputs.is_empty() {
-            return Err(BackendError::EmptyBatch);
-        }
-        let (inputs, cut): (Vec<&str>, Vec<bool>) =
-            batch.inputs.iter().map(|input| self.cap(input)).unzip();
-        self.tokenize_inputs(inputs, cut, batch.truncate, char_offsets)
-    }
-
-    pub(super) fn score_pairs(&self, batch: &PairBatch) -> Result<Scores, BackendError> {
+        runner: &EncoderRunner,
+        batch: &PairBatch,
+    ) -> Result<Scores, BackendError> {
         // The relevance is the sigmoid of a one-label head's logit, or the probability of the
         // last label of a two-label softmax head (the "relevant" class of such rerankers).
-        let relevance: fn(&mut Vec<f32>) -> f32 = match &self.head {
+        let relevance: fn(&mut Vec<f32>) -> f32 = match self {
             Head::Sequence { labels, .. } if labels.len() == 1 => |row| sigmoid(row[0]),
             Head::Sequence {
                 labels,
@@ -157,29 +152,12 @@ impl CandleBackend {
             },
             _ => return Err(self.refuse("score")),
         };
-        if batch.queries.len() != batch.documents.len() {
-            return Err(BackendError::MismatchedPairs {
-                queries: batch.queries.len(),
-                documents: batch.documents.len(),
-            });
-        }
-        if batch.queries.is_empty() {
-            return Err(BackendError::EmptyBatch);
-        }
-        let mut cut = Vec::with_capacity(batch.queries.len());
-        let pairs: Vec<(&str, &str)> = batch
-            .queries
-            .iter()
-            .zip(&batch.documents)
-            .map(|(query, document)| {
-                let (query, query_cut) = self.cap(query);
-                let (document, document_cut) = self.cap(document);
-                cut.push(query_cut || document_cut);
-                (query, document)
-            })
+        let (rows, truncated) = runner.pairs(batch)?;
+        let values = self
+            .logits(runner, &rows)?
+            .iter_mut()
+            .map(relevance)
             .collect();
-        let (rows, truncated) = self.tokenize_inputs(pairs, cut, batch.truncate, false)?;
-        let values = self.head_logits(&rows)?.iter_mut().map(relevance).collect();
         Ok(Scores {
             values,
             tokens: rows.iter().map(|r| r.ids.len() as u32).collect(),
@@ -187,22 +165,24 @@ impl CandleBackend {
         })
     }
 
-    pub(super) fn classify_inputs(
+    /// Label probabilities for every input of `batch`, rows in input order.
+    pub(crate) fn classify(
         &self,
+        runner: &EncoderRunner,
         batch: &EmbedBatch,
     ) -> Result<Probabilities, BackendError> {
         let Head::Sequence {
             labels, activation, ..
-        } = &self.head
+        } = self
         else {
             return Err(self.refuse("classify"));
         };
         if self.family() != ModelFamily::Classify {
             return Err(self.refuse("classify"));
         }
-        let (rows, truncated) = self.singles(batch, false)?;
+        let (rows, truncated) = runner.singles(batch, false)?;
         let mut values = Vec::with_capacity(rows.len() * labels.len());
-        for mut row in self.head_logits(&rows)? {
+        for mut row in self.logits(runner, &rows)? {
             match activation {
                 Activation::Softmax => softmax(&mut row),
                 Activation::Sigmoid => row.iter_mut().for_each(|v| *v = sigmoid(*v)),
@@ -217,12 +197,17 @@ impl CandleBackend {
         })
     }
 
-    pub(super) fn extract_entities(&self, batch: &EmbedBatch) -> Result<Entities, BackendError> {
-        let Head::Tokens { labels, .. } = &self.head else {
+    /// The entities in every input of `batch`, lists in input order.
+    pub(crate) fn extract(
+        &self,
+        runner: &EncoderRunner,
+        batch: &EmbedBatch,
+    ) -> Result<Entities, BackendError> {
+        let Head::Tokens { labels, .. } = self else {
             return Err(self.refuse("extract"));
         };
-        let (rows, truncated) = self.singles(batch, true)?;
-        let logits = self.head_logits(&rows)?;
+        let (rows, truncated) = runner.singles(batch, true)?;
+        let logits = self.logits(runner, &rows)?;
         let width = labels.len();
         let entities = rows
             .iter()
@@ -256,9 +241,13 @@ impl CandleBackend {
     }
 
     /// Runs the head on `probe` and returns every output, for the health check.
-    pub(super) fn head_probe(&self, probe: &EmbedBatch) -> Result<Vec<f32>, BackendError> {
-        let (rows, _) = self.singles(probe, false)?;
-        Ok(self.head_logits(&rows)?.concat())
+    pub(crate) fn probe(
+        &self,
+        runner: &EncoderRunner,
+        probe: &EmbedBatch,
+    ) -> Result<Vec<f32>, BackendError> {
+        let (rows, _) = runner.singles(probe, false)?;
+        Ok(self.logits(runner, &rows)?.concat())
     }
 }
 
