@@ -9,7 +9,8 @@
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
 # README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090), the adapter
-# registry's on SHOAL_REGISTRY_PORT (8091). Logs, the JetStream store and the sidecar's socket go
+# registry's on SHOAL_REGISTRY_PORT (8091); Prometheus metrics of ingress and the worker on
+# SHOAL_INGRESS_METRICS_PORT (9400) and SHOAL_WORKER_METRICS_PORT (9401). Logs, the JetStream store and the sidecar's socket go
 # under SHOAL_CLUSTER_DIR ($SHOAL_HOME/cluster).
 set -euo pipefail
 
@@ -79,8 +80,10 @@ wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
 start blob-offloader node --import tsx services/blob-offloader/src/main.ts
 start model-loader node --import tsx services/model-loader/src/main.ts
 start lora-registry node --import tsx services/lora-registry/src/main.ts
-start worker node --import tsx services/worker/src/main.ts
-start ingress node --import tsx services/ingress/src/main.ts
+start worker env SHOAL_METRICS_PORT="${SHOAL_WORKER_METRICS_PORT:-9401}" \
+  node --import tsx services/worker/src/main.ts
+start ingress env SHOAL_METRICS_PORT="${SHOAL_INGRESS_METRICS_PORT:-9400}" \
+  node --import tsx services/ingress/src/main.ts
 
 probe='{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["warm-up"]}'
 wait_for "the first embedding" 120 curl -sf "http://${host}:${port}/v1/embeddings" \

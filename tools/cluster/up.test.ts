@@ -12,6 +12,12 @@ import { expect, it } from "vitest";
 
 const MINILM = "sentence-transformers/all-MiniLM-L6-v2";
 
+async function scrape(port: number): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
 /** Pids of the processes in process group `group` still alive. */
 function processesIn(group: number): number[] {
   try {
@@ -32,6 +38,8 @@ it("starts the cluster, serves an embedding, and leaves no process behind on SIG
     SHOAL_NATS_PORT: String(await freePort()),
     SHOAL_LOADER_PORT: String(await freePort()),
     SHOAL_REGISTRY_PORT: String(await freePort()),
+    SHOAL_INGRESS_METRICS_PORT: String(await freePort()),
+    SHOAL_WORKER_METRICS_PORT: String(await freePort()),
     SHOAL_CLUSTER_DIR: join(await tempDir("up-sh"), "cluster"),
   };
   // Its own process group, like a shell's foreground job.
@@ -61,6 +69,13 @@ it("starts the cluster, serves an embedding, and leaves no process behind on SIG
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { embedding: number[] }[] };
     expect(body.data[0]?.embedding).toHaveLength(384);
+    // Ingress and the worker serve their metrics: the script's warm-up request and this one.
+    const ingressMetrics = await scrape(Number(env.SHOAL_INGRESS_METRICS_PORT));
+    expect(ingressMetrics).toContain(
+      `shoal_ingress_requests_total{route="embeddings",model="${MINILM}",outcome="ok"} 2`,
+    );
+    const workerMetrics = await scrape(Number(env.SHOAL_WORKER_METRICS_PORT));
+    expect(workerMetrics).toMatch(/^shoal_worker_batch_inputs_sum\{model="all-minilm-l6-v2"\} 2$/m);
     // Everything it started is in its group: nats-server, five services, the sidecar.
     expect(processesIn(group).length).toBeGreaterThanOrEqual(8);
   } finally {

@@ -1,12 +1,25 @@
 import cluster from "node:cluster";
 import type { LevelWithSilent } from "pino";
-import { createLogger, startTracing, type Logger, type Tracing } from "@shoal/telemetry";
-import type { Env } from "./env.js";
+import type { Registry } from "prom-client";
+import {
+  createLogger,
+  createMetricsRegistry,
+  serveMetrics,
+  startTracing,
+  type Logger,
+  type MetricsServer,
+  type Tracing,
+} from "@shoal/telemetry";
+import { envInt, envOptional, type Env } from "./env.js";
 import { SHUTDOWN_MESSAGE } from "./replicas.js";
 
 export interface Booted {
   readonly logger: Logger;
   readonly tracing: Tracing;
+  /** Where the service registers its metrics. */
+  readonly metrics: Registry;
+  /** The `/metrics` server, when `SHOAL_METRICS_PORT` is set. */
+  readonly metricsServer: Promise<MetricsServer> | undefined;
 }
 
 /**
@@ -22,7 +35,11 @@ function askStop(): void {
   onStopAsked?.();
 }
 
-/** Logger and tracing for a service's `main`, from the standard variables. */
+/**
+ * Logger, tracing and metrics for a service's `main`, from the standard variables; metrics are
+ * served on `SHOAL_METRICS_PORT` (on `SHOAL_METRICS_HOST`, default 127.0.0.1) when it is set.
+ * A port that cannot be bound fails the start.
+ */
 export function bootService(service: string, env: Env): Booted {
   if (cluster.isWorker) {
     process.on("message", (message) => {
@@ -36,7 +53,23 @@ export function bootService(service: string, env: Env): Booted {
     service,
     level: (env["LOG_LEVEL"] ?? "info") as LevelWithSilent,
   });
-  return { logger, tracing };
+  const metrics = createMetricsRegistry();
+  const port = envInt(env, "SHOAL_METRICS_PORT");
+  // Replicas of one service would all claim the port; their supervisor does not serve either.
+  const metricsServer =
+    port === undefined || cluster.isWorker
+      ? undefined
+      : serveMetrics({
+          registry: metrics,
+          port,
+          host: envOptional(env, "SHOAL_METRICS_HOST"),
+          logger,
+        });
+  metricsServer?.catch((err: unknown) => {
+    logger.fatal({ err, port }, "metrics port unavailable");
+    process.exit(1);
+  });
+  return { logger, tracing, metrics, metricsServer };
 }
 
 /**
@@ -52,6 +85,7 @@ export function exitOnSignal(stop: () => Promise<void>, booted: Booted, graceMs 
     const force = setTimeout(() => process.exit(1), graceMs);
     force.unref();
     stop()
+      .then(() => booted.metricsServer?.then((server) => server.close()))
       .then(() => booted.tracing.shutdown())
       .then(
         () => process.exit(0),

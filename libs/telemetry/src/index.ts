@@ -1,7 +1,7 @@
 /**
  * Telemetry shared by every Shoal process: OpenTelemetry tracing with OTLP export driven by the
- * standard environment variables, W3C context propagation across every boundary, and pino
- * JSON logs that carry the active trace id.
+ * standard environment variables, W3C context propagation across every boundary, pino JSON logs
+ * that carry the active trace id, and Prometheus metrics served on a port of their own.
  */
 export { startTracing } from "./tracing.js";
 export type { Tracing, TracingOptions } from "./tracing.js";
@@ -12,3 +12,5 @@ export type { Logger, LoggerOptions } from "./logger.js";
 export { natsHeaderCarrier } from "./nats-carrier.js";
 export { traceFieldsCarrier, type TraceFields } from "./trace-fields.js";
 export { wallClockUs } from "./clock.js";
+export { createMetricsRegistry, serveMetrics } from "./metrics.js";
+export type { MetricsServer, MetricsServerOptions } from "./metrics.js";

@@ -37,6 +37,7 @@ async function serve(): Promise<void> {
       maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),
       logger: booted.logger,
       tracer: booted.tracing.tracer,
+      metrics: booted.metrics,
     });
     exitOnSignal(() => ingress.stop(), booted);
   } catch (err) {

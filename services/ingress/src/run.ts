@@ -1,3 +1,4 @@
+import type { Registry } from "prom-client";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -21,6 +22,7 @@ import { reflectionRoutes } from "./connect/reflection-service.js";
 import { followNatsStatus, ServingStatus } from "./connect/serving-status.js";
 import { blobOffload } from "./blob-offload.js";
 import { listenDual } from "./listen.js";
+import { IngressMetrics } from "./metrics.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
 import { isGrpcEmbed, serveGrpcEmbed } from "./grpc/embed.js";
 import { refuseOversizedRpc } from "./connect/body-limit.js";
@@ -72,6 +74,8 @@ export interface IngressOptions {
   readonly shutdownGraceMs?: number;
   readonly logger: Logger;
   readonly tracer: Tracer;
+  /** Where ingress registers its request metrics (`booted.metrics`); none are kept without. */
+  readonly metrics?: Registry;
 }
 
 export interface RunningIngress {
@@ -83,6 +87,7 @@ export interface RunningIngress {
 /** Starts the ingress: every client protocol on one port, answering from the work pipeline. */
 export async function run(options: IngressOptions): Promise<RunningIngress> {
   const { logger, tracer, catalog } = options;
+  const metrics = options.metrics === undefined ? undefined : new IngressMetrics(options.metrics);
   const nc = await connectNats(options.natsServers, "shoal-ingress");
   const status = new ServingStatus();
   followNatsStatus(nc, status, logger).catch((err: unknown) => {
@@ -145,7 +150,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const connectHandler = connectNodeAdapter({
     routes: (router) => {
-      inferenceRoutes({ gateway, streams, tracer, logger })(router);
+      inferenceRoutes({ gateway, streams, tracer, metrics, logger })(router);
       healthRoutes({ status, services: [InferenceService] })(router);
       reflectionRoutes([InferenceService, Health])(router);
     },
@@ -165,7 +170,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       res.end(body);
     },
   });
-  const rest = { gateway, streams, tracer, logger, maxBodyBytes };
+  const rest = { gateway, streams, tracer, metrics, logger, maxBodyBytes };
   const rpcs = rpcPaths([
     InferenceService,
     Health,

@@ -1,26 +1,52 @@
 import { SpanKind, SpanStatusCode, trace, type Context, type Tracer } from "@opentelemetry/api";
+import type { RequestTimings } from "@shoal/gateway";
 import { extractContext, type HeaderCarrier } from "@shoal/telemetry";
+import { asRequestError } from "./error-table.js";
+import type { IngressMetrics } from "./metrics.js";
+
+/** What every protocol handler records a request with. */
+export interface Edge {
+  readonly tracer: Tracer;
+  /** Without, nothing is counted (tests that build a handler alone). */
+  readonly metrics?: IngressMetrics | undefined;
+}
 
 /**
  * Runs `fn` inside the ingress span of a request, continuing the client's W3C trace when its
- * headers carry one. Every protocol's handler goes through here, so each request has exactly
- * one root span at the edge.
+ * headers carry one, and counts it. Every protocol's handler goes through here, so each
+ * request has exactly one root span at the edge and is counted once, under its route (the
+ * span's name less `ingress.`) and its catalog model.
  */
 export async function traced<T>(
-  tracer: Tracer,
+  edge: Edge,
   name: string,
   carrier: HeaderCarrier,
   attributes: Record<string, string | number>,
   fn: (ctx: Context) => Promise<T>,
 ): Promise<T> {
   const parent = extractContext(carrier);
-  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+  const span = edge.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+  const done = edge.metrics?.start(
+    name.replace(/^ingress\./, ""),
+    String(attributes["shoal.model"] ?? ""),
+  );
   try {
-    return await fn(trace.setSpan(parent, span));
+    const result = await fn(trace.setSpan(parent, span));
+    done?.("ok", timingsOf(result));
+    return result;
   } catch (err) {
     span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+    done?.(asRequestError(err).kind, undefined);
     throw err;
   } finally {
     span.end();
   }
+}
+
+/** The phases of an answer that carries them (embeddings, scores, entities). */
+function timingsOf(result: unknown): RequestTimings | undefined {
+  const timings = (result as { timings?: unknown } | undefined)?.timings;
+  return typeof timings === "object" && timings !== null && "computeUs" in timings
+    ? (timings as RequestTimings)
+    : undefined;
 }

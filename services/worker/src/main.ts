@@ -67,6 +67,7 @@ try {
     },
     logger: booted.logger,
     tracer: booted.tracing.tracer,
+    metrics: booted.metrics,
   });
   exitOnSignal(() => worker.stop(), booted);
 } catch (err) {

@@ -35,6 +35,7 @@ import { deadLetter } from "./dead-letter.js";
 import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
 import type { LocalHandOff } from "./local-hand-off.js";
+import type { ModelBatchMetrics } from "./metrics.js";
 import { decodePulled, type PulledItem, type PulledMessage } from "./pulled-item.js";
 
 export interface ModelPullerOptions {
@@ -95,6 +96,8 @@ export interface ModelPullerOptions {
   readonly openBlobs: () => Promise<BlobStore>;
   /** Called when a batch timed out: the sidecar is replaced. */
   readonly onStall: (reason: string) => void;
+  /** This model's batch metrics; none recorded without. */
+  readonly metrics?: ModelBatchMetrics | undefined;
   readonly workerId: string;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -376,6 +379,7 @@ export class ModelPuller {
   /** Puts items back: to the machine-local queue when there is one, else NAK to JetStream. */
   async #putBack(messages: readonly WorkMessage[]): Promise<void> {
     if (messages.length === 0) return;
+    this.#o.metrics?.putBack(messages.length);
     const local = this.#o.localQueue;
     const atUs = wallClockUs();
     const seqs = messages.map((m) => m.streamSequence);
@@ -426,6 +430,7 @@ export class ModelPuller {
 
   async #answerExpired(expired: readonly PulledMessage[]): Promise<void> {
     if (expired.length === 0) return;
+    this.#o.metrics?.expired(expired.reduce((n, m) => n + m.items.length, 0));
     publishErrors(
       this.#o.nc,
       this.#o.workerId,
@@ -441,6 +446,7 @@ export class ModelPuller {
     const { nc, tracer, workerId } = this.#o;
     const startedUs = wallClockUs();
     const { live, expired } = splitExpired(batch, Date.now());
+    this.#o.metrics?.expired(expired.length);
     const answers: Answer[] = expired.map((p) => ({
       item: p.item,
       outcome: { case: "error", code: ErrorCode.DEADLINE_EXCEEDED, message: EXPIRED },
@@ -460,7 +466,14 @@ export class ModelPuller {
       if (live.length > 0) {
         const items = spans.map((s) => ({ p: s.p, ctx: trace.setSpan(s.parent, s.span) }));
         const done = await this.#runner(sidecar, this.#o, { items, startedUs, batchTokens });
+        const predictedUs = this.#latency.predict(done.observation);
         this.#latency.observe(done.observation);
+        this.#o.metrics?.batchDone({
+          inputs: done.observation.sequences,
+          paddedTokens: done.observation.paddedTokens,
+          computeSeconds: done.observation.micros / 1e6,
+          predictedSeconds: predictedUs / 1e6,
+        });
         answers.push(...done.answers);
       }
       publishAnswers(nc, workerId, answers);
@@ -484,6 +497,7 @@ export class ModelPuller {
       }
     } catch (err) {
       if (err instanceof SidecarTimeoutError) this.#o.onStall(err.message);
+      this.#o.metrics?.batchFailed();
       for (const s of spans) {
         s.span.recordException(err as Error);
         s.span.setStatus({ code: SpanStatusCode.ERROR });

@@ -1,3 +1,4 @@
+import type { Registry } from "prom-client";
 import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,6 +35,7 @@ import {
 } from "./generation-puller.js";
 import { LocalQueueClient } from "@shoal/local-queue";
 import { AdapterCache } from "./adapter-cache.js";
+import { WorkerMetrics } from "./metrics.js";
 import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
@@ -131,6 +133,8 @@ export interface WorkerOptions {
   readonly generation?: GenerationOptions;
   readonly logger: Logger;
   readonly tracer: Tracer;
+  /** Where the worker registers its metrics (`booted.metrics`); none are kept without. */
+  readonly metrics?: Registry;
 }
 
 export interface WorkerResidencyOptions {
@@ -216,6 +220,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     options.workSource === "routed" ? await ensureRoutedStream(jsm, options.stream) : undefined;
   const blobStore = options.blobStore ?? { backend: "nats" };
   const openBlobs = () => openBlobStore(nc, blobStore, logger);
+  const metrics = options.metrics === undefined ? undefined : new WorkerMetrics(options.metrics);
   const makePuller = async (model: ModelEntry): Promise<ModelPuller | GenerationPuller> => {
     const consumer =
       routedStream === undefined
@@ -263,6 +268,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
               logger: logger.child({ model: model.id }),
             }),
       onStall: (reason) => void supervisor.restart(reason),
+      metrics: metrics?.forModel(model.key),
       workerId,
       logger: logger.child({ model: model.id }),
       tracer: options.tracer,

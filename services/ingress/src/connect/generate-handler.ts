@@ -12,10 +12,12 @@ import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { traced } from "../traced.js";
 import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
+import type { IngressMetrics } from "../metrics.js";
 
 export interface GenerateHandlerContext {
   readonly streams: StreamGateway;
   readonly tracer: Tracer;
+  readonly metrics?: IngressMetrics | undefined;
   readonly logger: Logger;
 }
 
@@ -63,7 +65,7 @@ export async function* generate(
   let started;
   try {
     started = await traced(
-      gc.tracer,
+      gc,
       "ingress.Generate",
       { get: (name) => ctx.requestHeader.get(name) ?? undefined, set: () => undefined },
       { "rpc.method": "Generate", "shoal.model": req.model },

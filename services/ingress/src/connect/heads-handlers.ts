@@ -14,10 +14,12 @@ import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { traced } from "../traced.js";
 import { callOptions, connectCall } from "./call-options.js";
+import type { IngressMetrics } from "../metrics.js";
 
 export interface HeadsHandlerContext {
   readonly gateway: Gateway;
   readonly tracer: Tracer;
+  readonly metrics?: IngressMetrics | undefined;
   readonly logger: Logger;
 }
 
@@ -39,7 +41,7 @@ export async function score(
 ): Promise<ScoreResponse> {
   try {
     const outcome = await traced(
-      hc.tracer,
+      hc,
       "ingress.Score",
       carrier(ctx),
       { "rpc.method": "Score", "shoal.model": req.model, "shoal.inputs": req.documents.length },
@@ -74,7 +76,7 @@ export async function extractHandler(
 ): Promise<ExtractResponse> {
   try {
     const outcome = await traced(
-      hc.tracer,
+      hc,
       "ingress.Extract",
       carrier(ctx),
       { "rpc.method": "Extract", "shoal.model": req.model, "shoal.inputs": req.inputs.length },

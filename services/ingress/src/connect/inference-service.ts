@@ -20,11 +20,13 @@ import { extractHandler, score } from "./heads-handlers.js";
 import { callOptions, connectCall } from "./call-options.js";
 import { embedResponse } from "./embed-response.js";
 import { answersInBinary } from "./packed-floats.js";
+import type { IngressMetrics } from "../metrics.js";
 
 export interface ConnectContext {
   readonly gateway: Gateway;
   readonly streams: StreamGateway;
   readonly tracer: Tracer;
+  readonly metrics?: IngressMetrics | undefined;
   readonly logger: Logger;
 }
 
@@ -60,7 +62,7 @@ async function embed(
 ): Promise<EmbedResponse> {
   try {
     const outcome = await traced(
-      cc.tracer,
+      cc,
       "ingress.Embed",
       {
         get: (name) => ctx.requestHeader.get(name) ?? undefined,

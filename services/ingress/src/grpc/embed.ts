@@ -11,10 +11,12 @@ import { asRequestError, protocolError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
 import { ENVELOPE_BYTES, envelope, grpcMessage, grpcTimeoutMs, unaryMessage } from "./wire.js";
+import type { IngressMetrics } from "../metrics.js";
 
 export interface GrpcEmbedContext {
   readonly gateway: Gateway;
   readonly tracer: Tracer;
+  readonly metrics?: IngressMetrics | undefined;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
 }
@@ -62,7 +64,7 @@ export async function serveGrpcEmbed(
       throw new InvalidArgumentError("request is not a valid EmbedRequest", { cause });
     }
     const outcome = await traced(
-      gc.tracer,
+      gc,
       "ingress.Embed",
       { get: (name) => header(req, name), set: () => undefined },
       {

@@ -20,10 +20,12 @@ import {
 import { sendBody, type HttpResponse } from "./respond.js";
 import { SseWriter } from "./sse.js";
 import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
+import type { IngressMetrics } from "../metrics.js";
 
 export interface GenerationRouteContext {
   readonly streams: StreamGateway;
   readonly tracer: Tracer;
+  readonly metrics?: IngressMetrics | undefined;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
 }
@@ -56,7 +58,7 @@ async function generate(
   const request = api === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw);
   const route = api === "chat" ? "/v1/chat/completions" : "/v1/completions";
   await traced(
-    rc.tracer,
+    rc,
     api === "chat" ? "ingress.chat_completions" : "ingress.completions",
     headerCarrier(req),
     {

@@ -4,10 +4,12 @@ import { traced } from "../traced.js";
 import { readRequest, type HttpRequest } from "./body.js";
 import { sendBody, type HttpResponse } from "./respond.js";
 import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
+import type { IngressMetrics } from "../metrics.js";
 
 export interface HeadsRouteContext {
   readonly gateway: Gateway;
   readonly tracer: Tracer;
+  readonly metrics?: IngressMetrics | undefined;
   readonly maxBodyBytes: number;
 }
 
@@ -91,7 +93,7 @@ export async function rerankRoute(
     noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]),
   };
   const outcome = await traced(
-    rc.tracer,
+    rc,
     "ingress.rerank",
     headers(req),
     { "http.route": "/v1/rerank", "shoal.model": call.model, "shoal.inputs": docs.length },
@@ -143,7 +145,7 @@ export async function extractRoute(
     noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]),
   };
   const outcome = await traced(
-    rc.tracer,
+    rc,
     "ingress.extract",
     headers(req),
     { "http.route": "/v1/extract", "shoal.model": call.model, "shoal.inputs": inputs.length },

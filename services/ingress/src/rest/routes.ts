@@ -10,12 +10,14 @@ import { extractRoute, rerankRoute } from "./heads-routes.js";
 import { embeddingsResponse, outputWidth, parseEmbeddingsRequest } from "./openai-embeddings.js";
 import { responseFormat, sendBody, sendError, type HttpResponse } from "./respond.js";
 import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
+import type { IngressMetrics } from "../metrics.js";
 
 export interface RestContext {
   readonly gateway: Gateway;
   /** Streamed generation (chat and completions). */
   readonly streams: StreamGateway;
   readonly tracer: Tracer;
+  readonly metrics?: IngressMetrics | undefined;
   readonly logger: Logger;
   /** @default 8 MiB */
   readonly maxBodyBytes: number;
@@ -87,7 +89,7 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
   }
   const width = outputWidth(model, request.dimensions);
   const outcome = await traced(
-    rc.tracer,
+    rc,
     "ingress.embeddings",
     headerCarrier(req),
     {

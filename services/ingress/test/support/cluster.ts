@@ -1,3 +1,4 @@
+import type { Registry } from "prom-client";
 import { trace } from "@opentelemetry/api";
 import { createLogger, type Tracing } from "@shoal/telemetry";
 import {
@@ -25,6 +26,8 @@ export interface TestClusterOptions {
   readonly env?: Readonly<Record<string, string>>;
   readonly tracing?: Tracing;
   readonly maxBodyBytes?: number;
+  /** Where ingress registers its request metrics. */
+  readonly metrics?: Registry;
 }
 
 /**
@@ -48,6 +51,7 @@ export async function startCluster(options: TestClusterOptions = {}): Promise<Te
     maxBodyBytes: options.maxBodyBytes,
     logger: createLogger({ service: "ingress", level: "warn" }),
     tracer: options.tracing?.tracer ?? trace.getTracer("test"),
+    metrics: options.metrics,
   });
   return {
     nats,

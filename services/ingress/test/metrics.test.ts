@@ -1,0 +1,79 @@
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { InferenceService } from "@shoal/proto";
+import {
+  createLogger,
+  createMetricsRegistry,
+  serveMetrics,
+  type MetricsServer,
+} from "@shoal/telemetry";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { MINILM, startCluster, type TestCluster } from "./support/cluster.js";
+
+// Ingress's request metrics, scraped over HTTP as Prometheus scrapes them, after a known mix
+// of requests through REST and gRPC against the real cluster: every count is exact.
+
+let cluster: TestCluster;
+let metrics: MetricsServer;
+
+beforeAll(async () => {
+  const registry = createMetricsRegistry();
+  cluster = await startCluster({ metrics: registry });
+  metrics = await serveMetrics({
+    registry,
+    port: 0,
+    logger: createLogger({ service: "test", level: "silent" }),
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await metrics.close();
+  await cluster.stop();
+});
+
+async function scrape(): Promise<Map<string, number>> {
+  const res = await fetch(`http://127.0.0.1:${metrics.port}/metrics`);
+  expect(res.status).toBe(200);
+  const samples = new Map<string, number>();
+  for (const line of (await res.text()).split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const space = line.lastIndexOf(" ");
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return samples;
+}
+
+function embed(body: object): Promise<Response> {
+  return fetch(`${cluster.baseUrl}/v1/embeddings`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: MINILM, ...body }),
+  });
+}
+
+it("counts each request once under its route, model and outcome, with its phases", async () => {
+  expect((await embed({ input: ["one"] })).status).toBe(200);
+  expect((await embed({ input: ["two", "three"] })).status).toBe(200);
+  // Refused by the model after it was queued: counted with its error kind.
+  const long = await embed({ input: ["word ".repeat(400)], truncate: false });
+  expect(long.status).toBe(400);
+  const client = createClient(InferenceService, createGrpcTransport({ baseUrl: cluster.baseUrl }));
+  expect((await client.embed({ model: MINILM, inputs: ["over gRPC"] })).embeddings).toHaveLength(1);
+
+  const samples = await scrape();
+  const at = (labels: string) => samples.get(labels) ?? 0;
+  const model = `model="${MINILM}"`;
+  expect(at(`shoal_ingress_requests_total{route="embeddings",${model},outcome="ok"}`)).toBe(2);
+  expect(
+    at(`shoal_ingress_requests_total{route="embeddings",${model},outcome="invalid_argument"}`),
+  ).toBe(1);
+  expect(at(`shoal_ingress_requests_total{route="Embed",${model},outcome="ok"}`)).toBe(1);
+  expect(at(`shoal_ingress_request_duration_seconds_count{route="embeddings",${model}}`)).toBe(3);
+  expect(
+    at(`shoal_ingress_request_phase_seconds_count{route="embeddings",${model},phase="compute"}`),
+  ).toBe(2);
+  expect(
+    at(`shoal_ingress_request_phase_seconds_sum{route="embeddings",${model},phase="compute"}`),
+  ).toBeGreaterThan(0);
+  expect(at(`shoal_ingress_in_flight_requests{route="embeddings"}`)).toBe(0);
+});
