@@ -7,7 +7,7 @@ const SECONDS_BUCKETS = [
 ];
 
 /** The phases of `Server-Timing`, as the answers' timings carry them. */
-const PHASES = ["annotate", "queue", "batch", "compute"] as const;
+type Phase = "annotate" | "queue" | "batch" | "compute";
 
 /**
  * Ingress's request metrics. Labels stay bounded: `route` is one of the API's routes or RPCs,
@@ -19,6 +19,8 @@ export class IngressMetrics {
   readonly #duration: Histogram<"route" | "model">;
   readonly #phases: Histogram<"route" | "model" | "phase">;
   readonly #inFlight: Gauge<"route">;
+  /** By route and model: the catalog's models times the API's routes, a bounded set. */
+  readonly #series = new Map<string, Series>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -56,16 +58,50 @@ export class IngressMetrics {
     model: string,
   ): (outcome: string, timings: RequestTimings | undefined) => void {
     const started = performance.now();
-    const inFlight = this.#inFlight.labels({ route });
-    inFlight.inc();
+    const series = this.#seriesOf(route, model);
+    series.inFlight.inc();
     return (outcome, timings) => {
-      inFlight.dec();
-      this.#requests.labels({ route, model, outcome }).inc();
-      this.#duration.labels({ route, model }).observe((performance.now() - started) / 1000);
+      series.inFlight.dec();
+      (outcome === "ok" ? series.ok : this.#requests.labels({ route, model, outcome })).inc();
+      series.duration.observe((performance.now() - started) / 1000);
       if (timings === undefined) return;
-      for (const phase of PHASES) {
-        this.#phases.labels({ route, model, phase }).observe(timings[`${phase}Us`] / 1e6);
-      }
+      series.annotate.observe(timings.annotateUs / 1e6);
+      series.queue.observe(timings.queueUs / 1e6);
+      series.batch.observe(timings.batchUs / 1e6);
+      series.compute.observe(timings.computeUs / 1e6);
     };
   }
+
+  /**
+   * The children a (route, model) pair records into, made once: looking them up by their labels
+   * on every request would hash the label values each time, on the request path.
+   */
+  #seriesOf(route: string, model: string): Series {
+    const key = `${route}\u0000${model}`;
+    let series = this.#series.get(key);
+    if (series === undefined) {
+      const phase = (name: Phase) => this.#phases.labels({ route, model, phase: name });
+      series = {
+        inFlight: this.#inFlight.labels({ route }),
+        ok: this.#requests.labels({ route, model, outcome: "ok" }),
+        duration: this.#duration.labels({ route, model }),
+        annotate: phase("annotate"),
+        queue: phase("queue"),
+        batch: phase("batch"),
+        compute: phase("compute"),
+      };
+      this.#series.set(key, series);
+    }
+    return series;
+  }
+}
+
+interface Series {
+  readonly inFlight: Gauge.Internal<"route">;
+  readonly ok: Counter.Internal;
+  readonly duration: Histogram.Internal<"route" | "model">;
+  readonly annotate: Histogram.Internal<"route" | "model" | "phase">;
+  readonly queue: Histogram.Internal<"route" | "model" | "phase">;
+  readonly batch: Histogram.Internal<"route" | "model" | "phase">;
+  readonly compute: Histogram.Internal<"route" | "model" | "phase">;
 }
