@@ -16,8 +16,11 @@ import { SHUTDOWN_MESSAGE } from "./replicas.js";
 export interface Booted {
   readonly logger: Logger;
   readonly tracing: Tracing;
-  /** Where the service registers its metrics. */
-  readonly metrics: Registry;
+  /**
+   * Where the service registers its metrics, when they are served (`SHOAL_METRICS_PORT` set):
+   * a process nobody scrapes does not pay for keeping them.
+   */
+  readonly metrics: Registry | undefined;
   /** The `/metrics` server, when `SHOAL_METRICS_PORT` is set. */
   readonly metricsServer: Promise<MetricsServer> | undefined;
 }
@@ -53,11 +56,11 @@ export function bootService(service: string, env: Env): Booted {
     service,
     level: (env["LOG_LEVEL"] ?? "info") as LevelWithSilent,
   });
-  const metrics = createMetricsRegistry();
   const port = envInt(env, "SHOAL_METRICS_PORT");
   // Replicas of one service would all claim the port; their supervisor does not serve either.
+  const metrics = port === undefined || cluster.isWorker ? undefined : createMetricsRegistry();
   const metricsServer =
-    port === undefined || cluster.isWorker
+    port === undefined || metrics === undefined
       ? undefined
       : serveMetrics({
           registry: metrics,
