@@ -1,9 +1,8 @@
-import { execFileSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { AdapterStore, readBaseShape, validateLoraAdapter } from "@shoal/adapters";
-import { repoRoot, smollm2Dir } from "@shoal/testing";
+import { repoRoot, sidecarPidOf, smollm2Dir } from "@shoal/testing";
 import OpenAI, { NotFoundError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPytest } from "./support/pytest.js";
@@ -176,10 +175,7 @@ describe("an adapter evicted while a stream uses it", { timeout: 240_000 }, () =
 describe("a sidecar that restarted", { timeout: 240_000 }, () => {
   it("has lost its adapters: the worker loads the adapter again and answers", async () => {
     const before = (await chat(`${SMOLLM2}:reef-poet`)).choices[0]?.message.content;
-    const sidecar = execFileSync("pgrep", ["-P", String(cluster.worker.pid), "shoal-sidecar"], {
-      encoding: "utf8",
-    }).trim();
-    process.kill(Number(sidecar), "SIGKILL");
+    process.kill(sidecarPidOf(cluster.worker.pid), "SIGKILL");
     await expect
       .poll(() => cluster.worker.output(), { timeout: 30_000 })
       .toMatch(/sidecar exited; restarting it/);

@@ -1,8 +1,7 @@
-import { execFileSync } from "node:child_process";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { DEAD_LETTER_STREAM, Headers, WORK_STREAM, workSubject } from "@shoal/jetstream";
-import type { ServiceHandle } from "@shoal/testing";
+import { sidecarPidOf, type ServiceHandle } from "@shoal/testing";
 import OpenAI, { APIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -99,14 +98,6 @@ async function stream(
   return { text, finish, error: undefined };
 }
 
-function sidecarOf(workerPid: number): number {
-  const pid = execFileSync("pgrep", ["-P", String(workerPid), "shoal-sidecar"], {
-    encoding: "utf8",
-  }).trim();
-  expect(pid).toMatch(/^\d+$/);
-  return Number(pid);
-}
-
 async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await condition())) {
@@ -154,7 +145,7 @@ function expectCutShort(result: Streamed): void {
 describe("a sidecar dies", { timeout: 120_000 }, () => {
   it("mid-stream: the client gets an error after part of the answer, and the worker recovers", async () => {
     const worker = cluster.worker;
-    const sidecar = sidecarOf(worker.pid);
+    const sidecar = sidecarPidOf(worker.pid);
     const result = await stream(COUNTING, () => {
       process.kill(sidecar, "SIGKILL");
     });
@@ -164,7 +155,7 @@ describe("a sidecar dies", { timeout: 120_000 }, () => {
     await until(workSettled, 10_000);
     // The worker replaced its sidecar: the same request now gets the whole answer.
     expect(await complete(COUNTING)).toBe(whole);
-    expect(sidecarOf(worker.pid)).not.toBe(sidecar);
+    expect(sidecarPidOf(worker.pid)).not.toBe(sidecar);
   });
 
   it("before the first token: the work runs again and the client gets the whole answer", async () => {
@@ -172,7 +163,7 @@ describe("a sidecar dies", { timeout: 120_000 }, () => {
     const prompt = `${"The quick brown fox jumps over the lazy dog. ".repeat(20)}${COUNTING}`;
     const expected = await complete(prompt, 16);
     const worker = cluster.worker;
-    const sidecar = sidecarOf(worker.pid);
+    const sidecar = sidecarPidOf(worker.pid);
     const answer = stream(prompt, undefined, 16);
     await until(
       async () => (await jsm.consumers.info(WORK_STREAM, CONSUMER)).num_ack_pending > 0,

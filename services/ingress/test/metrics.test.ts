@@ -7,6 +7,7 @@ import {
   serveMetrics,
   type MetricsServer,
 } from "@shoal/telemetry";
+import { scrapeMetrics } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MINILM, startCluster, type TestCluster } from "./support/cluster.js";
 
@@ -31,18 +32,6 @@ afterAll(async () => {
   await cluster.stop();
 });
 
-async function scrape(): Promise<Map<string, number>> {
-  const res = await fetch(`http://127.0.0.1:${metrics.port}/metrics`);
-  expect(res.status).toBe(200);
-  const samples = new Map<string, number>();
-  for (const line of (await res.text()).split("\n")) {
-    if (line === "" || line.startsWith("#")) continue;
-    const space = line.lastIndexOf(" ");
-    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return samples;
-}
-
 function embed(body: object): Promise<Response> {
   return fetch(`${cluster.baseUrl}/v1/embeddings`, {
     method: "POST",
@@ -60,7 +49,7 @@ it("counts each request once under its route, model and outcome, with its phases
   const client = createClient(InferenceService, createGrpcTransport({ baseUrl: cluster.baseUrl }));
   expect((await client.embed({ model: MINILM, inputs: ["over gRPC"] })).embeddings).toHaveLength(1);
 
-  const samples = await scrape();
+  const samples = await scrapeMetrics(metrics.port);
   const at = (labels: string) => samples.get(labels) ?? 0;
   const model = `model="${MINILM}"`;
   expect(at(`shoal_ingress_requests_total{route="embeddings",${model},outcome="ok"}`)).toBe(2);

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT } from "@opentelemetry/api";
-import { freePort } from "@shoal/testing";
+import { freePort, scrapeMetrics } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
 
@@ -18,19 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await pipeline.stop();
 });
-
-/** Every sample of the scrape, as `name{labels}` → value. */
-async function scrape(): Promise<Map<string, number>> {
-  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-  expect(res.status).toBe(200);
-  const samples = new Map<string, number>();
-  for (const line of (await res.text()).split("\n")) {
-    if (line === "" || line.startsWith("#")) continue;
-    const space = line.lastIndexOf(" ");
-    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
-  }
-  return samples;
-}
 
 const model = 'model="all-minilm-l6-v2"';
 
@@ -52,7 +39,7 @@ it("counts batches, inputs and expired items as the worker ran them", async () =
   for (const inputs of requests) {
     await pipeline.gateway.embed({ model: MINILM, inputs }, ROOT_CONTEXT);
   }
-  const samples = await scrape();
+  const samples = await scrapeMetrics(port);
   expect(samples.get(`shoal_worker_expired_items_total{${model}}`)).toBe(1);
   expect(samples.get(`shoal_worker_batch_inputs_sum{${model}}`)).toBe(7);
   const batches = samples.get(`shoal_worker_batches_total{${model},outcome="ok"}`) ?? 0;

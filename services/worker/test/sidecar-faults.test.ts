@@ -1,10 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { ROOT_CONTEXT } from "@opentelemetry/api";
 import { ErrorCode, WorkBundleSchema, WorkResultsSchema, type WorkResult } from "@shoal/proto";
 import { SidecarClient } from "@shoal/sidecar-client";
-import { tempDir } from "@shoal/testing";
+import { sidecarPidOf, tempDir } from "@shoal/testing";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { MINILM, MINILM_CONSUMER, startPipeline, type Pipeline } from "./support.js";
 
@@ -20,21 +19,13 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function sidecarOf(workerPid: number): number {
-  const pid = execFileSync("pgrep", ["-P", String(workerPid), "shoal-sidecar"], {
-    encoding: "utf8",
-  }).trim();
-  expect(pid).toMatch(/^\d+$/);
-  return Number(pid);
-}
-
 async function held(): Promise<number> {
   return (await pipeline.jsm.consumers.info("SHOAL_WORK", MINILM_CONSUMER)).num_ack_pending;
 }
 
 it("answers a batch whose sidecar is SIGKILLed mid-batch, from the sidecar that replaces it", async () => {
   const worker = await pipeline.startWorker("loses-its-sidecar");
-  const first = sidecarOf(worker.pid);
+  const first = sidecarPidOf(worker.pid);
   // 32 inputs of ~256 tokens: a batch that takes seconds on a CPU sidecar.
   const inputs = Array.from({ length: 32 }, (_, i) => `${i} ${"killed in the middle ".repeat(60)}`);
   const answer = pipeline.gateway.embed({ model: MINILM, inputs }, ROOT_CONTEXT);
@@ -44,7 +35,7 @@ it("answers a batch whose sidecar is SIGKILLed mid-batch, from the sidecar that 
   process.kill(first, "SIGKILL");
   const outcome = await answer;
   expect(outcome.tokens).toHaveLength(inputs.length);
-  expect(sidecarOf(worker.pid)).not.toBe(first);
+  expect(sidecarPidOf(worker.pid)).not.toBe(first);
   expect(pipeline.gateway.duplicateAnswers).toBe(0);
   expect(await held()).toBe(0);
 }, 120_000);
