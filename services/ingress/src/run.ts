@@ -23,6 +23,7 @@ import { followNatsStatus, ServingStatus } from "./connect/serving-status.js";
 import { blobOffload } from "./blob-offload.js";
 import { listenDual } from "./listen.js";
 import { IngressMetrics } from "./metrics.js";
+import { registerQueueMetrics } from "./queue-metrics.js";
 import { handleRest, isRestPath } from "./rest/routes.js";
 import { isGrpcEmbed, serveGrpcEmbed } from "./grpc/embed.js";
 import { refuseOversizedRpc } from "./connect/body-limit.js";
@@ -87,7 +88,7 @@ export interface RunningIngress {
 /** Starts the ingress: every client protocol on one port, answering from the work pipeline. */
 export async function run(options: IngressOptions): Promise<RunningIngress> {
   const { logger, tracer, catalog } = options;
-  const metrics = options.metrics === undefined ? undefined : new IngressMetrics(options.metrics);
+
   const nc = await connectNats(options.natsServers, "shoal-ingress");
   const status = new ServingStatus();
   followNatsStatus(nc, status, logger).catch((err: unknown) => {
@@ -95,6 +96,10 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   });
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);
+  const metrics = options.metrics === undefined ? undefined : new IngressMetrics(options.metrics);
+  if (options.metrics !== undefined) {
+    registerQueueMetrics(options.metrics, jsm, stream, catalog, logger);
+  }
   const backlog = new Backlog({
     jsm,
     stream,

@@ -66,3 +66,25 @@ it("counts each request once under its route, model and outcome, with its phases
   ).toBeGreaterThan(0);
   expect(at(`shoal_ingress_in_flight_requests{route="embeddings"}`)).toBe(0);
 });
+
+it("shows the queue growing while the worker is paused, and draining after", async () => {
+  const model = 'model="all-minilm-l6-v2"';
+  const queued = async () => {
+    const samples = await scrapeMetrics(metrics.port);
+    return (
+      (samples.get(`shoal_queue_pending_messages{${model}}`) ?? 0) +
+      (samples.get(`shoal_queue_held_messages{${model}}`) ?? 0)
+    );
+  };
+  expect(await queued()).toBe(0);
+  cluster.worker.kill("SIGSTOP");
+  let answers: Promise<Response[]>;
+  try {
+    answers = Promise.all([embed({ input: ["paused a"] }), embed({ input: ["paused b"] })]);
+    await expect.poll(queued, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+  } finally {
+    cluster.worker.kill("SIGCONT");
+  }
+  for (const res of await answers) expect(res.status).toBe(200);
+  await expect.poll(queued, { timeout: 10_000 }).toBe(0);
+});

@@ -36,6 +36,7 @@ import {
 import { LocalQueueClient } from "@shoal/local-queue";
 import { AdapterCache } from "./adapter-cache.js";
 import { WorkerMetrics } from "./metrics.js";
+import { registerSidecarMetrics } from "./sidecar-metrics.js";
 import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
@@ -195,6 +196,9 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     logger,
   });
   await supervisor.start();
+  if (options.metrics !== undefined) {
+    registerSidecarMetrics(options.metrics, () => supervisor.client(), logger);
+  }
 
   const nc = await connectNats(options.natsServers, `shoal-worker-${workerId}`);
   const jsm = await jetstreamManager(nc);

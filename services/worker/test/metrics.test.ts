@@ -21,7 +21,7 @@ afterAll(async () => {
 
 const model = 'model="all-minilm-l6-v2"';
 
-it("counts batches, inputs and expired items as the worker ran them", async () => {
+it("counts batches, inputs and expired items as the worker and its sidecar ran them", async () => {
   // Queued before any worker runs, with a deadline it outlives there.
   const late = pipeline.gateway
     .embed({ model: MINILM, inputs: ["too late"], timeoutMs: 300 }, ROOT_CONTEXT)
@@ -48,6 +48,11 @@ it("counts batches, inputs and expired items as the worker ran them", async () =
   expect(samples.get(`shoal_worker_batch_compute_seconds_count{${model}}`)).toBe(batches);
   expect(samples.get(`shoal_worker_batch_compute_seconds_sum{${model}}`)).toBeGreaterThan(0);
   expect(samples.get(`shoal_worker_batches_total{${model},outcome="failed"}`) ?? 0).toBe(0);
+  // The sidecar's own counters, read with `stats` when scraped: the 7 inputs, not the expired one.
+  expect(samples.get(`shoal_sidecar_items_total{${model}}`)).toBe(7);
+  expect(samples.get(`shoal_sidecar_batches_total{${model}}`)).toBe(batches);
+  expect(samples.get(`shoal_sidecar_busy_seconds_total{${model}}`)).toBeGreaterThan(0);
+  expect(samples.get(`shoal_sidecar_model_memory_bytes{${model}}`)).toBeGreaterThan(50_000_000);
   // The process's own, from the standard collectors.
   expect(samples.get("process_cpu_seconds_total")).toBeGreaterThan(0);
 }, 120_000);
