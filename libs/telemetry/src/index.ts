@@ -13,4 +13,5 @@ export { natsHeaderCarrier } from "./nats-carrier.js";
 export { traceFieldsCarrier, type TraceFields } from "./trace-fields.js";
 export { wallClockUs } from "./clock.js";
 export { createMetricsRegistry, serveMetrics } from "./metrics.js";
+export { perScrape } from "./per-scrape.js";
 export type { MetricsServer, MetricsServerOptions } from "./metrics.js";

@@ -1,11 +1,8 @@
 import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
 import type { Catalog } from "@shoal/config";
 import { modelConsumerName } from "@shoal/jetstream";
-import type { Logger } from "@shoal/telemetry";
+import { perScrape, type Logger } from "@shoal/telemetry";
 import { Gauge, type Registry } from "prom-client";
-
-/** Long enough for one scrape to read every metric from one snapshot. */
-const SNAPSHOT_MS = 1_000;
 
 /**
  * The work queue as JetStream sees it, per model, read from each model's consumer when
@@ -19,14 +16,7 @@ export function registerQueueMetrics(
   catalog: Catalog,
   logger: Logger,
 ): void {
-  let snapshot: { at: number; consumers: Promise<Map<string, ConsumerInfo>> } | undefined;
-  const consumers = (): Promise<Map<string, ConsumerInfo>> => {
-    const now = performance.now();
-    if (snapshot === undefined || now - snapshot.at > SNAPSHOT_MS) {
-      snapshot = { at: now, consumers: readConsumers(jsm, stream, catalog, logger) };
-    }
-    return snapshot.consumers;
-  };
+  const consumers = perScrape(() => readConsumers(jsm, stream, catalog, logger));
   const gauge = (name: string, help: string, value: (info: ConsumerInfo) => number): void => {
     new Gauge({
       name,

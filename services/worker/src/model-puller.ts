@@ -466,14 +466,14 @@ export class ModelPuller {
       if (live.length > 0) {
         const items = spans.map((s) => ({ p: s.p, ctx: trace.setSpan(s.parent, s.span) }));
         const done = await this.#runner(sidecar, this.#o, { items, startedUs, batchTokens });
-        const predictedUs = this.#latency.predict(done.observation);
-        this.#latency.observe(done.observation);
+        // Measured against what the latency model predicted before it learns from this batch.
         this.#o.metrics?.batchDone({
           inputs: done.observation.sequences,
           paddedTokens: done.observation.paddedTokens,
           computeSeconds: done.observation.micros / 1e6,
-          predictedSeconds: predictedUs / 1e6,
+          predictedSeconds: this.#latency.predict(done.observation) / 1e6,
         });
+        this.#latency.observe(done.observation);
         answers.push(...done.answers);
       }
       publishAnswers(nc, workerId, answers);

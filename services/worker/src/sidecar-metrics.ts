@@ -1,9 +1,6 @@
 import type { ModelStats, SidecarClient, StatsResult } from "@shoal/sidecar-client";
-import type { Logger } from "@shoal/telemetry";
+import { perScrape, type Logger } from "@shoal/telemetry";
 import { Counter, Gauge, type Registry } from "prom-client";
-
-/** Long enough for one scrape to read every metric from one `stats` answer. */
-const SNAPSHOT_MS = 1_000;
 
 /**
  * The sidecar's own counters, per resident model, read with one `stats` call when scraped
@@ -16,21 +13,16 @@ export function registerSidecarMetrics(
   sidecar: () => Promise<SidecarClient>,
   logger: Logger,
 ): void {
-  let snapshot: { at: number; stats: Promise<StatsResult | undefined> } | undefined;
-  const stats = (): Promise<StatsResult | undefined> => {
-    const now = performance.now();
-    if (snapshot === undefined || now - snapshot.at > SNAPSHOT_MS) {
-      const read = sidecar()
+  const stats = perScrape(
+    (): Promise<StatsResult | undefined> =>
+      sidecar()
         .then((client) => client.stats({ timeoutMs: 2_000 }))
         .catch((err: unknown) => {
           // Restarting, or stalled: this scrape has no sidecar figures, the next may.
           logger.debug({ err }, "sidecar metrics: stats unavailable");
           return undefined;
-        });
-      snapshot = { at: now, stats: read };
-    }
-    return snapshot.stats;
-  };
+        }),
+  );
   const perModel = (
     kind: "counter" | "gauge",
     name: string,
