@@ -17,6 +17,8 @@
  * concurrency with LoRA adapters (rank 8 on the attention projections, seeded, PEFT's layout):
  * every sequence with one adapter, and every sequence with its own, beside the base model. Off the CPU the FP32 limit is not computed
  * (the CPU's peak says nothing about a GPU); the achieved GFLOP/s are reported instead.
+ * `--model-threads N` loads MiniLM with N model threads and keeps N batches in flight
+ * (`compute_share` then sums the threads' busy time); `--compute-threads` is the sidecar's flag.
  *
  *   node --import tsx tools/bench/sidecar-throughput.ts --out sidecar-throughput.json
  */
@@ -36,6 +38,10 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "1,4,16" },
     "gen-tokens": { type: "string", default: "64" },
     device: { type: "string", default: "cpu" },
+    // MiniLM's model threads (`load`'s `threads`), each kept busy by a sender of its own.
+    "model-threads": { type: "string", default: "1" },
+    // The sidecar's `--compute-threads`; unset, every core.
+    "compute-threads": { type: "string" },
     dtypes: { type: "string", default: "f32" },
     "no-generators": { type: "boolean", default: false },
     adapters: { type: "boolean", default: false },
@@ -100,7 +106,16 @@ function smollm2FlopsPerToken(ctx: number): number {
 
 const cpu = values.device === "cpu";
 const dtypes = values.dtypes.split(",") as ("f32" | "f16" | "bf16")[];
-const sidecar = await startSidecar({ models: {}, args: ["--device", values.device] });
+const modelThreads = Number(values["model-threads"]);
+const computeThreads = values["compute-threads"];
+const sidecar = await startSidecar({
+  models: {},
+  args: [
+    "--device",
+    values.device,
+    ...(computeThreads === undefined ? [] : ["--compute-threads", computeThreads]),
+  ],
+});
 const client = await SidecarClient.connect({
   socketPath: sidecar.socketPath,
   requestTimeoutMs: 600_000,
@@ -113,25 +128,31 @@ try {
   const embed = [];
   for (const dtype of dtypes) {
     const model = `minilm-${dtype}`;
-    await client.load(model, minilmDir(), { dtype });
+    await client.load(model, minilmDir(), { dtype, threads: modelThreads });
     for (const budget of list(values.budgets)) {
       const inputs = Array.from({ length: Math.max(1, Math.floor(budget / seq)) }, () => text);
-      await client.embed({ model, inputs });
+      await Promise.all(
+        Array.from({ length: modelThreads }, () => client.embed({ model, inputs })),
+      );
       let tokens = 0;
       let batches = 0;
       let computeUs = 0;
       const started = performance.now();
-      while (performance.now() - started < seconds * 1000) {
-        const r = await client.embed({ model, inputs });
-        tokens += r.tokens.reduce((a, b) => a + b, 0);
-        computeUs += r.computeUs;
-        batches++;
-      }
+      const sender = async (): Promise<void> => {
+        while (performance.now() - started < seconds * 1000) {
+          const r = await client.embed({ model, inputs });
+          tokens += r.tokens.reduce((a, b) => a + b, 0);
+          computeUs += r.computeUs;
+          batches++;
+        }
+      };
+      await Promise.all(Array.from({ length: modelThreads }, sender));
       const wallS = (performance.now() - started) / 1000;
       const tokensPerS = tokens / wallS;
       const limit = (peak.peak_gflops * 1e9) / minilmFlops;
       embed.push({
         dtype,
+        model_threads: modelThreads,
         budget_tokens: budget,
         inputs_per_batch: inputs.length,
         batches,

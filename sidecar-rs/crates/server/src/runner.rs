@@ -228,6 +228,13 @@ fn spawn_model_thread(
                 ))));
                 return;
             }
+            let pool = match compute_pool(threads) {
+                Ok(pool) => pool,
+                Err(e) => {
+                    let _ = loaded_tx.send(Err(e));
+                    return;
+                }
+            };
             let info = ModelInfo {
                 family: backend.family(),
                 dim: backend.dim(),
@@ -240,8 +247,14 @@ fn spawn_model_thread(
                 // The load request was abandoned; nobody can reach this model.
                 return;
             }
-            serve(&model, backend.as_ref(), &counters, &jobs);
-            drop(backend);
+            let run = move || {
+                serve(&model, backend.as_ref(), &counters, &jobs);
+                drop(backend);
+            };
+            match pool {
+                Some(pool) => pool.install(run),
+                None => run(),
+            }
             drop(exited);
         })
         .map_err(|e| {
@@ -251,6 +264,29 @@ fn spawn_model_thread(
             )
         })?;
     Ok(loaded_rx)
+}
+
+/// The pool that Candle splits this model thread's tensor operations over, when the model has
+/// several threads: each gets a pool of its own (`RAYON_NUM_THREADS`, which `--compute-threads`
+/// sets, threads, the calling thread among them). Sharing the process's global pool instead,
+/// model threads queue their operations behind the same few workers: with `--compute-threads
+/// 1` two model threads took turns on its one worker and ran a quarter slower than two
+/// sidecar processes. A model of one thread keeps the global pool, which bounds what all such
+/// models run at once to the cores.
+fn compute_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, ProtocolError> {
+    if threads == 1 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .use_current_thread()
+        .build()
+        .map(Some)
+        .map_err(|e| {
+            ProtocolError::new(
+                ErrorCode::Internal,
+                format!("cannot start a model thread's compute pool: {e}"),
+            )
+        })
 }
 
 /// Niceness of a loading thread: far enough below serving threads (0) that the scheduler gives
@@ -392,5 +428,36 @@ fn serve(
             }
         });
         let _ = job.reply.send(reply);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rayon::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn one_thread_models_share_the_global_pool() {
+        assert!(compute_pool(1).unwrap().is_none());
+    }
+
+    #[test]
+    fn each_thread_of_a_model_computes_in_a_pool_of_its_own_that_includes_it() {
+        let caller = std::thread::current().id();
+        let pool = compute_pool(2)
+            .unwrap()
+            .expect("a pool for a model of two threads");
+        pool.install(|| {
+            // The model thread runs its batches itself, as the pool's first worker: Candle's
+            // parallel operations then go to this pool, not to the process's global one.
+            assert_eq!(std::thread::current().id(), caller);
+            assert_eq!(pool.current_thread_index(), Some(0));
+            let in_own_pool: Vec<bool> = (0..64)
+                .into_par_iter()
+                .map(|_| pool.current_thread_index().is_some())
+                .collect();
+            assert!(in_own_pool.iter().all(|&x| x));
+        });
     }
 }
