@@ -22,7 +22,7 @@ import { generateFamily } from "./families/generate.js";
 import { scoreFamily } from "./families/score.js";
 import { lengthBucket } from "./plan.js";
 import { ShapeEstimates, type ShapeEstimate } from "./shape-estimate.js";
-import { loadTokenizer, type Tokenizer } from "./tokenizer.js";
+import { readVocabSize } from "./vocab.js";
 import { WorkBundler } from "./work-bundler.js";
 
 export interface AnnotatorOptions {
@@ -78,7 +78,7 @@ export class Annotator implements Annotate {
   readonly #options: Required<Omit<AnnotatorOptions, "backlog">> &
     Pick<AnnotatorOptions, "backlog">;
   readonly #estimates = new ShapeEstimates();
-  readonly #tokenizers = new Map<string, Promise<Tokenizer | undefined>>();
+  readonly #vocabSizes = new Map<string, Promise<number | undefined>>();
   readonly #bundler: WorkBundler;
 
   constructor(options: AnnotatorOptions) {
@@ -102,16 +102,16 @@ export class Annotator implements Annotate {
   }
 
   /**
-   * Loads the tokenizer of every catalog model whose files are on this machine, for requests
-   * that send token ids, and resolves with how many it loaded. Parsing one takes tens of
-   * milliseconds of CPU on the event loop every request shares, so it is done at start, one
-   * per event-loop turn, rather than on the first such request.
+   * Reads the vocabulary size of every catalog model whose files are on this machine, for
+   * requests that send token ids, and resolves with how many it read. Parsing a
+   * `tokenizer.json` takes milliseconds of CPU on the event loop every request shares, so it is
+   * done at start, one per event-loop turn, rather than on the first such request.
    */
-  async preloadTokenizers(): Promise<number> {
+  async preloadVocabularies(): Promise<number> {
     let loaded = 0;
     for (const model of this.#options.catalog.models) {
       if (model.weights === "gguf" || !existsSync(join(model.dir, "tokenizer.json"))) continue;
-      if ((await this.#tokenizer(model)) !== undefined) loaded++;
+      if ((await this.#vocabSize(model)) !== undefined) loaded++;
       await setImmediate();
     }
     return loaded;
@@ -216,23 +216,23 @@ export class Annotator implements Annotate {
         maxInputs: this.#options.partMaxInputs,
         maxBytes: this.#options.partMaxBytes,
       },
-      tokenizer: () => this.#tokenizer(model),
+      vocabSize: () => this.#vocabSize(model),
     };
   }
 
-  /** The model's tokenizer, or undefined while its files are not on this machine. */
-  #tokenizer(model: ModelEntry): Promise<Tokenizer | undefined> {
-    let tokenizer = this.#tokenizers.get(model.id);
-    if (tokenizer === undefined) {
-      tokenizer = loadTokenizer(model.dir).catch((err: unknown) => {
-        this.#options.logger.warn({ model: model.id, err }, "tokenizer unavailable");
+  /** The model's vocabulary size, or undefined while its files are not on this machine. */
+  #vocabSize(model: ModelEntry): Promise<number | undefined> {
+    let size = this.#vocabSizes.get(model.id);
+    if (size === undefined) {
+      size = readVocabSize(model.dir).catch((err: unknown) => {
+        this.#options.logger.warn({ model: model.id, err }, "vocabulary unavailable");
         // Not kept: the files may arrive once a worker has fetched the model.
-        this.#tokenizers.delete(model.id);
+        this.#vocabSizes.delete(model.id);
         return undefined;
       });
-      this.#tokenizers.set(model.id, tokenizer);
+      this.#vocabSizes.set(model.id, size);
     }
-    return tokenizer;
+    return size;
   }
 }
 

@@ -3,7 +3,6 @@ import type { ModelEntry } from "@shoal/config";
 import type { ErrorCode, WorkItemSchema, WorkRequest } from "@shoal/proto";
 import type { PartLimits } from "./plan.js";
 import type { ShapeEstimate } from "./shape-estimate.js";
-import type { Tokenizer } from "./tokenizer.js";
 
 /** A request's task, by case. */
 export type RequestTask = WorkRequest["task"];
@@ -35,10 +34,10 @@ export interface PlanContext {
   readonly estimate: ShapeEstimate;
   readonly limits: PartLimits;
   /**
-   * The model's tokenizer, loaded on first use: only token-id inputs need it, to check ids
-   * against the vocabulary and turn them into the text the sidecar takes.
+   * The size of the model's vocabulary, read on first use, or undefined while its files are
+   * not on this machine: only token-id inputs need it, to check their ids.
    */
-  readonly tokenizer: () => Promise<Tokenizer | undefined>;
+  readonly vocabSize: () => Promise<number | undefined>;
 }
 
 /**

@@ -11,5 +11,4 @@ export type { BacklogOptions } from "./backlog.js";
 export { lengthBucket, planParts } from "./plan.js";
 export type { PartLimits, Plan, PlannedPart } from "./plan.js";
 export { ShapeEstimate, textShape } from "./shape-estimate.js";
-export { loadTokenizer } from "./tokenizer.js";
-export type { Tokenizer } from "./tokenizer.js";
+export { readVocabSize } from "./vocab.js";

@@ -1,25 +1,23 @@
 import type { TokenIds } from "@shoal/proto";
-import type { Tokenizer } from "./tokenizer.js";
 
 /**
- * Turns token-id inputs into the texts the sidecar takes, after checking every id against the
- * model's vocabulary. Returns the client-safe reason instead when they cannot be used.
+ * Why token-id inputs cannot be queued, or undefined when they can: every id must be in the
+ * model's vocabulary. Checked here, exactly, so that one client's bad ids never fail a batch
+ * they share with other requests; the ids then go to the sidecar as they are.
  */
-export function decodeTokenInputs(
+export function tokenInputsError(
   inputs: readonly TokenIds[],
-  tokenizer: Tokenizer | undefined,
+  vocabSize: number | undefined,
   modelId: string,
-): { texts: string[] } | { error: string } {
-  if (tokenizer === undefined) {
-    return { error: `model "${modelId}" has no tokenizer here to read token ids; send text` };
+): string | undefined {
+  if (vocabSize === undefined) {
+    return `model "${modelId}" has no vocabulary here to check token ids against; send text`;
   }
   for (const [index, { ids }] of inputs.entries()) {
-    const bad = ids.findIndex((id) => id >= tokenizer.vocabSize);
+    const bad = ids.findIndex((id) => id >= vocabSize);
     if (bad >= 0) {
-      return {
-        error: `input ${index}: token id ${ids[bad]} at ${bad} is outside the vocabulary of model "${modelId}" (${tokenizer.vocabSize} ids)`,
-      };
+      return `input ${index}: token id ${ids[bad]} at ${bad} is outside the vocabulary of model "${modelId}" (${vocabSize} ids)`;
     }
   }
-  return { texts: inputs.map(({ ids }) => tokenizer.decode(ids)) };
+  return undefined;
 }

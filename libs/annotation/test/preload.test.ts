@@ -30,7 +30,7 @@ const entry = (key: string, path: string, over: object = {}) => ({
   ...over,
 });
 
-it("preloads the tokenizers of the models whose files are here, and only those", async () => {
+it("reads the vocabularies of the models whose files are here, and only those", async () => {
   const catalog = compileCatalog(
     {
       models: [
@@ -49,7 +49,7 @@ it("preloads the tokenizers of the models whose files are here, and only those",
     logger: createLogger({ service: "test", level: "silent" }),
     tracer: trace.getTracer("t"),
   });
-  expect(await annotator.preloadTokenizers()).toBe(2);
+  expect(await annotator.preloadVocabularies()).toBe(2);
   // Already loaded: a second call parses nothing again and counts the same.
-  expect(await annotator.preloadTokenizers()).toBe(2);
+  expect(await annotator.preloadVocabularies()).toBe(2);
 });

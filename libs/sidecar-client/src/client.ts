@@ -49,8 +49,12 @@ import { SidecarUnavailableError } from "./sidecar-unavailable-error.js";
 export interface EmbedRequest extends CallOptions {
   /** A resident model. */
   readonly model: string;
-  /** The texts to embed; the sidecar enforces its own `--max-batch-items` and refuses an empty list. */
-  readonly inputs: readonly string[];
+  /**
+   * The inputs to embed: texts, or the token ids of one in the model's vocabulary without its
+   * special tokens (which the sidecar adds, as for a text), side by side in one batch. The
+   * sidecar enforces its own `--max-batch-items` and refuses an empty list.
+   */
+  readonly inputs: readonly (string | readonly number[])[];
   /**
    * Cut inputs longer than the model's limit (`true`) or refuse them with `input_too_long`.
    * Left unset, the sidecar's default (`true`) applies.

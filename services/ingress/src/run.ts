@@ -128,7 +128,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     partMaxInputs: options.partMaxInputs,
     partMaxBytes: Math.min(DEFAULT_PART_MAX_BYTES, offloadThresholdBytes),
   });
-  logger.info({ tokenizers: await annotator.preloadTokenizers() }, "tokenizers loaded");
+  logger.info({ vocabularies: await annotator.preloadVocabularies() }, "vocabularies read");
   const residency = await ResidencyView.start(nc, logger);
   // The LoRA adapters the registry has published: generation requests may name them.
   const adapters = await PublishedAdapters.follow(await AdapterStore.open(nc, { logger }), logger);

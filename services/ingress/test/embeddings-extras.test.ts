@@ -132,6 +132,33 @@ describe("token-id input", () => {
     expect(ids.usage.prompt_tokens).toBe(text.usage.prompt_tokens);
   });
 
+  it("computes the ids it is sent, not those of the text they spell", async () => {
+    // "play" + "##ing" spell "playing", which the tokenizer gives one id (2652): a round trip
+    // through text would embed that one token instead of the two sent.
+    const sent = (await embed(cluster.baseUrl, { model: MINILM, input: [[2377, 2075]] }))
+      .body as Answer;
+    const canonical = (await embed(cluster.baseUrl, { model: MINILM, input: [[2652]] }))
+      .body as Answer;
+    expect(sent.usage.prompt_tokens).toBe(4);
+    expect(canonical.usage.prompt_tokens).toBe(3);
+    expect(cosine(sent.data[0]?.embedding ?? [], canonical.data[0]?.embedding ?? [])).toBeLessThan(
+      0.9999,
+    );
+  });
+
+  it("cuts ids past the model's limit, or refuses them with truncate false", async () => {
+    const long = Array.from({ length: 600 }, () => 7592);
+    const cut = (await embed(cluster.baseUrl, { model: MINILM, input: [long] })).body as Answer;
+    expect(cut.usage.prompt_tokens).toBe(256);
+    const refused = await embed(cluster.baseUrl, {
+      model: MINILM,
+      input: [HELLO_WORLD, long],
+      truncate: false,
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toMatch(/input 1 is longer than the model's 256 tokens/);
+  });
+
   it("takes a flat array of ids as one input", async () => {
     const res = (await embed(cluster.baseUrl, { model: MINILM, input: HELLO_WORLD }))
       .body as Answer;

@@ -96,7 +96,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
     logger,
     tracer: trace.getTracer("t"),
   });
-  await annotator.preloadTokenizers();
+  await annotator.preloadVocabularies();
   const residency = await ResidencyView.start(nc, logger);
   const gateway = await Gateway.start({
     nc,

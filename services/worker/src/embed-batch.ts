@@ -10,8 +10,9 @@ import {
 } from "./family-batch.js";
 
 /**
- * Runs a batch for an embedding model — one sidecar `embed` over every item's texts — and
- * gives each item its rows of the result, as the raw float32 bytes the answer carries.
+ * Runs a batch for an embedding model — one sidecar `embed` over every item's texts or token
+ * ids, side by side — and gives each item its rows of the result, as the raw float32 bytes the
+ * answer carries.
  */
 export async function runEmbedBatch(
   sidecar: SidecarClient,
@@ -20,7 +21,9 @@ export async function runEmbedBatch(
 ): Promise<FamilyBatchResult> {
   const result = await sidecar.embed({
     model: fc.model.key,
-    inputs: batch.items.flatMap(({ p }) => p.inputTexts),
+    inputs: batch.items.flatMap(
+      ({ p }): readonly (string | readonly number[])[] => p.tokenIds ?? p.inputTexts,
+    ),
     truncate: true,
     timeoutMs: fc.batchTimeoutMs,
     traceparents: batchTraceparents(batch),

@@ -456,7 +456,7 @@ export class ModelPuller {
       p,
       ...this.#traceItem(tracer, p, live.length, batchTokens),
     }));
-    const inputs = live.flatMap((p) => p.inputTexts);
+    const inputs = live.reduce((n, p) => n + p.inputs, 0);
     const progress = setInterval(() => {
       for (const m of batch) m.msg.working();
     }, this.#o.progressIntervalMs);
@@ -488,7 +488,7 @@ export class ModelPuller {
         if (this.#o.logger.isLevelEnabled("debug")) {
           context.with(trace.setSpan(s.parent, s.span), () => {
             this.#o.logger.debug(
-              { request_id: s.p.item.requestId, part: s.p.item.part, batch_items: inputs.length },
+              { request_id: s.p.item.requestId, part: s.p.item.part, batch_items: inputs },
               "part answered",
             );
           });

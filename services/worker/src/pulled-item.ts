@@ -8,8 +8,11 @@ import { extractContext, traceFieldsCarrier, wallClockUs } from "@shoal/telemetr
 /** One work item of a pulled message, decoded, with what its answer and its trace need. */
 export interface PulledItem {
   readonly item: WorkItem;
+  /** Its texts; empty when its inputs are token ids. */
   readonly inputTexts: readonly string[];
-  /** Rows it adds to a batch: `inputTexts.length`. */
+  /** Its inputs as token ids (embed items that were sent ids), in place of texts. */
+  readonly tokenIds?: readonly (readonly number[])[] | undefined;
+  /** Rows it adds to a batch: one per text or token-id input. */
   readonly inputs: number;
   /** The query every text is scored against (rerank items only). */
   readonly query?: string | undefined;
@@ -52,11 +55,13 @@ export function decodePulled(msg: WorkMessage): PulledMessage | undefined {
   const items: PulledItem[] = [];
   for (const item of bundle.items) {
     const task = taskTexts(item);
-    if (task === undefined || task.texts.length === 0) return undefined;
+    const rows = task?.tokenIds?.length ?? task?.texts.length ?? 0;
+    if (task === undefined || rows === 0) return undefined;
     items.push({
       item,
       inputTexts: task.texts,
-      inputs: task.texts.length,
+      tokenIds: task.tokenIds,
+      inputs: rows,
       query: task.query,
       truncate: task.truncate,
       parent: extractContext(traceFieldsCarrier(item)),
@@ -86,12 +91,20 @@ export function decodePulled(msg: WorkMessage): PulledMessage | undefined {
   };
 }
 
-/** The texts a work item carries for the sidecar, whatever its kind; undefined for none. */
+/**
+ * The texts (or, for embed items sent them, token ids) a work item carries for the sidecar,
+ * whatever its kind; undefined for none.
+ */
 export function taskTexts(
   item: WorkItem,
-): { texts: string[]; query?: string; truncate: boolean } | undefined {
+): { texts: string[]; tokenIds?: number[][]; query?: string; truncate: boolean } | undefined {
   switch (item.task.case) {
-    case "embed":
+    case "embed": {
+      const { inputs, tokenInputs, truncate } = item.task.value;
+      return tokenInputs.length > 0
+        ? { texts: [], tokenIds: tokenInputs.map((t) => t.ids), truncate }
+        : { texts: inputs, truncate };
+    }
     case "classify":
     case "extract":
       return { texts: item.task.value.inputs, truncate: item.task.value.truncate };

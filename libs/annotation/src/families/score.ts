@@ -1,5 +1,5 @@
 import type { AnnotatedFamily } from "../family.js";
-import { planTexts } from "./texts.js";
+import { planTexts, textBytes } from "./texts.js";
 
 /**
  * Rerank: each document is scored against the query as `[CLS] query [SEP] document [SEP]`, so
@@ -10,7 +10,7 @@ export const scoreFamily: AnnotatedFamily<"score"> = {
   plan(task, ctx) {
     const query = ctx.estimate.count(task.query);
     const counts = task.documents.map((d) => query + ctx.estimate.count(d) - 1);
-    return planTexts(task.documents, counts, ctx, (first, end) => ({
+    return planTexts(counts, textBytes(task.documents), ctx, (first, end) => ({
       case: "score",
       value: {
         query: task.query,

@@ -1,22 +1,23 @@
 import type { AnnotatedFamily, FamilyPlan, ItemTask, PlanContext } from "../family.js";
 import { planParts } from "../plan.js";
 
+/** Each text's UTF-8 size, what it takes in a queued part. */
+export function textBytes(texts: readonly string[]): number[] {
+  return texts.map((t) => Buffer.byteLength(t));
+}
+
 /**
- * Cuts a list of texts into parts by their estimated tokens and bytes; `slice` makes a part's
- * task from the range of texts it holds. Every family whose task is a list of texts (embed,
+ * Cuts a list of inputs into parts by their estimated tokens and bytes; `slice` makes a part's
+ * task from the range of inputs it holds. Every family whose task is a list of inputs (embed,
  * rerank documents, classify, extract) queues through this.
  */
 export function planTexts(
-  texts: readonly string[],
   counts: readonly number[],
+  bytes: readonly number[],
   ctx: PlanContext,
   slice: (first: number, end: number) => ItemTask,
 ): FamilyPlan {
-  const plan = planParts(
-    counts,
-    ctx.limits,
-    texts.map((t) => Buffer.byteLength(t)),
-  );
+  const plan = planParts(counts, ctx.limits, bytes);
   return {
     estimatedTokens: plan.totalTokens,
     parts: plan.parts.map((part) => ({
@@ -37,7 +38,7 @@ export function textListFamily<C extends "classify" | "extract">(task: C): Annot
     task,
     plan(value, ctx) {
       const counts = value.inputs.map((t) => ctx.estimate.count(t));
-      return planTexts(value.inputs, counts, ctx, (first, end) => ({
+      return planTexts(counts, textBytes(value.inputs), ctx, (first, end) => ({
         case: task,
         value: { ...value, inputs: value.inputs.slice(first, end) },
       }));

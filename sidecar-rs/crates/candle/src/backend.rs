@@ -3,8 +3,8 @@ use std::sync::atomic::Ordering;
 
 use candle_core::{DType, Device};
 use shoal_sidecar_core::{
-    Backend, BackendError, EmbedBatch, Embeddings, Entities, ModelFamily, PairBatch, Probabilities,
-    Scores,
+    Backend, BackendError, EmbedBatch, Embeddings, Entities, Input, ModelFamily, PairBatch,
+    Probabilities, Scores,
 };
 
 use crate::encoder_runner::EncoderRunner;
@@ -119,7 +119,7 @@ impl Backend for CandleBackend {
 
     fn health(&self) -> Result<(), BackendError> {
         let probe = EmbedBatch {
-            inputs: vec![String::new()],
+            inputs: vec![Input::Text(String::new())],
             truncate: true,
         };
         let values = match self.family() {

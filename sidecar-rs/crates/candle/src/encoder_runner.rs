@@ -7,9 +7,9 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use shoal_sidecar_core::text::{INPUT_BYTES_PER_TOKEN, prefix_at_char_boundary};
-use shoal_sidecar_core::{BackendError, EmbedBatch, PairBatch};
+use shoal_sidecar_core::{BackendError, EmbedBatch, Input, PairBatch};
 use tokenizers::{
-    EncodeInput, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
+    EncodeInput, Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
 };
 
 use crate::LoadError;
@@ -125,25 +125,66 @@ impl EncoderRunner {
         (kept, kept.len() < input.len())
     }
 
-    /// Tokenises `inputs` (single texts or pairs), already capped; `cut` says which were.
-    /// With `char_offsets`, each row also carries its tokens' code-point offsets and special
-    /// token mask.
-    fn tokenize_inputs<'s, E>(
+    /// Tokenises `inputs` (single texts or pairs), already capped.
+    fn encode_texts<'s, E>(
         &self,
         inputs: Vec<E>,
-        cut: Vec<bool>,
-        truncate: bool,
         char_offsets: bool,
-    ) -> Result<(Vec<Tokenized>, Vec<bool>), BackendError>
+    ) -> Result<Vec<Encoding>, BackendError>
     where
         E: Into<EncodeInput<'s>> + Send,
     {
-        let encodings = if char_offsets {
+        if char_offsets {
             self.tokenizer.encode_batch_char_offsets(inputs, true)
         } else {
             self.tokenizer.encode_batch_fast(inputs, true)
         }
-        .map_err(|e| BackendError::Tokenizer(e.to_string()))?;
+        .map_err(|e| BackendError::Tokenizer(e.to_string()))
+    }
+
+    /// Input `index`'s token ids as an encoding, after checking each against the vocabulary:
+    /// cut to the model's limit and wrapped in its special tokens, as a text's ids are.
+    fn encode_ids(&self, index: usize, ids: &[u32]) -> Result<Encoding, BackendError> {
+        let vocab = self.tokenizer.get_vocab_size(true);
+        if let Some((position, &id)) = ids
+            .iter()
+            .enumerate()
+            .find(|(_, id)| **id as usize >= vocab)
+        {
+            return Err(BackendError::UnknownTokenId {
+                index,
+                position,
+                id,
+                vocab,
+            });
+        }
+        let n = ids.len();
+        let encoding = Encoding::new(
+            ids.to_vec(),
+            vec![0; n],
+            vec![String::new(); n],
+            vec![None; n],
+            vec![(0, 0); n],
+            vec![0; n],
+            vec![1; n],
+            Vec::new(),
+            Default::default(),
+        );
+        self.tokenizer
+            .post_process(encoding, None, true)
+            .map_err(|e| BackendError::Tokenizer(e.to_string()))
+    }
+
+    /// Rows from `encodings`, in batch order; `cut[i]` says whether input `i` was already
+    /// capped before tokenisation. The one place truncation is decided: with `truncate` off, a
+    /// cut input fails the batch.
+    fn rows(
+        &self,
+        encodings: Vec<Encoding>,
+        cut: &[bool],
+        truncate: bool,
+        char_offsets: bool,
+    ) -> Result<(Vec<Tokenized>, Vec<bool>), BackendError> {
         let mut rows = Vec::with_capacity(encodings.len());
         let mut truncated = Vec::with_capacity(encodings.len());
         for (index, encoding) in encodings.into_iter().enumerate() {
@@ -202,8 +243,9 @@ impl EncoderRunner {
         Ok(())
     }
 
-    /// Tokenises `batch` as single texts; with `char_offsets`, rows also carry their tokens'
-    /// code-point offsets and special-token mask.
+    /// Tokenises `batch` (texts, and token ids taken as they are); with `char_offsets`, rows
+    /// also carry their tokens' code-point offsets and special-token mask, which only texts
+    /// have.
     pub(crate) fn singles(
         &self,
         batch: &EmbedBatch,
@@ -212,9 +254,28 @@ impl EncoderRunner {
         if batch.inputs.is_empty() {
             return Err(BackendError::EmptyBatch);
         }
-        let (inputs, cut): (Vec<&str>, Vec<bool>) =
-            batch.inputs.iter().map(|input| self.cap(input)).unzip();
-        self.tokenize_inputs(inputs, cut, batch.truncate, char_offsets)
+        let mut cut = vec![false; batch.inputs.len()];
+        let mut texts = Vec::new();
+        for (index, input) in batch.inputs.iter().enumerate() {
+            if let Input::Text(text) = input {
+                let (kept, was_cut) = self.cap(text);
+                cut[index] = was_cut;
+                texts.push(kept);
+            }
+        }
+        let mut texts = self.encode_texts(texts, char_offsets)?.into_iter();
+        let encodings = batch
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(index, input)| match input {
+                Input::Text(_) => texts.next().ok_or_else(|| {
+                    BackendError::Tokenizer("the tokenizer returned too few encodings".into())
+                }),
+                Input::Ids(ids) => self.encode_ids(index, ids),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.rows(encodings, &cut, batch.truncate, char_offsets)
     }
 
     /// Tokenises `batch` as (query, document) pairs, each side capped as a single text is.
@@ -243,6 +304,7 @@ impl EncoderRunner {
                 (query, document)
             })
             .collect();
-        self.tokenize_inputs(pairs, cut, batch.truncate, false)
+        let encodings = self.encode_texts(pairs, false)?;
+        self.rows(encodings, &cut, batch.truncate, false)
     }
 }

@@ -206,13 +206,25 @@ impl Head {
         let Head::Tokens { labels, .. } = self else {
             return Err(self.refuse("extract"));
         };
+        // Entities are spans of the text: there is none to point into for token ids.
+        let texts = batch
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(index, input)| {
+                input.as_text().ok_or(BackendError::TextRequired {
+                    index,
+                    op: "extract",
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let (rows, truncated) = runner.singles(batch, true)?;
         let logits = self.logits(runner, &rows)?;
         let width = labels.len();
         let entities = rows
             .iter()
             .zip(logits)
-            .zip(&batch.inputs)
+            .zip(texts)
             .map(|((row, mut logits), text)| {
                 let tagged: Vec<TaggedToken> = logits
                     .chunks_exact_mut(width)

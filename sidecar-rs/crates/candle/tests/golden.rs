@@ -93,7 +93,11 @@ fn matches_sentence_transformers_in_one_batch_and_one_at_a_time() {
     );
 
     let batch = EmbedBatch {
-        inputs: fixture.sentences.iter().map(|s| s.text.clone()).collect(),
+        inputs: fixture
+            .sentences
+            .iter()
+            .map(|s| s.text.clone().into())
+            .collect(),
         truncate: true,
     };
     let all = model.embed(&batch).expect("batch embeds");
@@ -107,7 +111,7 @@ fn matches_sentence_transformers_in_one_batch_and_one_at_a_time() {
     for (i, sentence) in fixture.sentences.iter().enumerate() {
         let one = model
             .embed(&EmbedBatch {
-                inputs: vec![sentence.text.clone()],
+                inputs: vec![sentence.text.clone().into()],
                 truncate: true,
             })
             .expect("single input embeds");
@@ -126,7 +130,11 @@ fn half_precisions_stay_close_to_sentence_transformers() {
     let fixture = fixture();
     let runtime = CandleRuntime::open(DeviceSpec::Cpu).unwrap();
     let batch = EmbedBatch {
-        inputs: fixture.sentences.iter().map(|s| s.text.clone()).collect(),
+        inputs: fixture
+            .sentences
+            .iter()
+            .map(|s| s.text.clone().into())
+            .collect(),
         truncate: true,
     };
     let f32_bytes = load_minilm().memory_bytes();

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use shoal_sidecar_candle::{CandleBackend, CandleRuntime, LoadError, Precision};
-use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch, ModelFamily, PairBatch};
+use shoal_sidecar_core::{
+    Backend, BackendError, DeviceSpec, EmbedBatch, Input, ModelFamily, PairBatch,
+};
 
 const TOLERANCE: f32 = 1e-4;
 
@@ -88,7 +90,7 @@ struct ReferenceEntity {
 
 fn batch(inputs: &[&str]) -> EmbedBatch {
     EmbedBatch {
-        inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
+        inputs: inputs.iter().map(|&s| s.into()).collect(),
         truncate: true,
     }
 }
@@ -274,12 +276,24 @@ fn bad_batches_get_typed_errors() {
         BackendError::InputTooLong { index: 1, max: 64 }
     );
     let strict = EmbedBatch {
-        inputs: vec!["ok".into(), long],
+        inputs: vec!["ok".into(), long.into()],
         truncate: false,
     };
     assert_eq!(
         ner.extract(&strict).unwrap_err(),
         BackendError::InputTooLong { index: 1, max: 64 }
+    );
+    // Entities are spans of a text; token ids have none.
+    let ids = EmbedBatch {
+        inputs: vec!["ok".into(), Input::Ids(vec![5, 6])],
+        truncate: true,
+    };
+    assert_eq!(
+        ner.extract(&ids).unwrap_err(),
+        BackendError::TextRequired {
+            index: 1,
+            op: "extract"
+        }
     );
 
     // A multi-megabyte input is cut before tokenising and answered like any long one; its

@@ -4,14 +4,14 @@
 mod common;
 
 use shoal_sidecar_candle::{CandleRuntime, LoadError, Pooling, Precision};
-use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch, ModelFamily};
+use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch, Input, ModelFamily};
 
 use common::{cosine, load_minilm, minilm_dir, norm};
 
 fn embed(model: &impl Backend, inputs: &[&str]) -> shoal_sidecar_core::Embeddings {
     model
         .embed(&EmbedBatch {
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            inputs: inputs.iter().map(|&s| s.into()).collect(),
             truncate: true,
         })
         .expect("embeds")
@@ -89,7 +89,7 @@ fn truncation_is_reported_or_refused() {
 
     let err = model
         .embed(&EmbedBatch {
-            inputs: vec!["fine".into(), exactly.clone(), over.clone()],
+            inputs: vec!["fine".into(), exactly.clone().into(), over.clone().into()],
             truncate: false,
         })
         .unwrap_err();
@@ -109,7 +109,7 @@ fn truncation_is_reported_or_refused() {
     );
     let err = model
         .embed(&EmbedBatch {
-            inputs: vec![huge],
+            inputs: vec![huge.into()],
             truncate: false,
         })
         .unwrap_err();
@@ -117,11 +117,89 @@ fn truncation_is_reported_or_refused() {
 
     let fits = model
         .embed(&EmbedBatch {
-            inputs: vec![exactly],
+            inputs: vec![exactly.into()],
             truncate: false,
         })
         .expect("256 tokens fit");
     assert_eq!(fits.truncated, vec![false]);
+}
+
+/// The ids MiniLM's own tokenizer gives `text`, without `[CLS]` and `[SEP]`.
+fn ids_of(text: &str) -> Vec<u32> {
+    let mut tokenizer =
+        tokenizers::Tokenizer::from_file(minilm_dir().join("tokenizer.json")).unwrap();
+    // The exported tokenizer.json pads every input to 128.
+    tokenizer.with_padding(None);
+    tokenizer.encode(text, false).unwrap().get_ids().to_vec()
+}
+
+#[test]
+fn token_ids_embed_as_the_text_they_encode() {
+    let model = load_minilm();
+    let texts = ["hello world", "The new movie is awesome."];
+    let by_text = embed(&model, &texts);
+    // Ids and texts side by side in one batch, ids first.
+    let mixed = model
+        .embed(&EmbedBatch {
+            inputs: vec![
+                Input::Ids(ids_of(texts[0])),
+                texts[1].into(),
+                Input::Ids(ids_of(texts[1])),
+            ],
+            truncate: true,
+        })
+        .expect("embeds");
+    assert_eq!(
+        mixed.tokens,
+        vec![by_text.tokens[0], by_text.tokens[1], by_text.tokens[1]]
+    );
+    for (row, text_row) in [(0, 0), (1, 1), (2, 1)] {
+        let c = cosine(mixed.row(row).unwrap(), by_text.row(text_row).unwrap());
+        assert!(c > 0.999_999, "row {row}: cosine {c}");
+    }
+}
+
+#[test]
+fn token_ids_are_checked_and_truncated_once() {
+    let model = load_minilm();
+    let long = vec![7592; 300];
+    let out = model
+        .embed(&EmbedBatch {
+            inputs: vec![Input::Ids(long.clone())],
+            truncate: true,
+        })
+        .expect("a cut id input still embeds");
+    assert_eq!((out.tokens[0], out.truncated[0]), (256, true));
+    let err = model
+        .embed(&EmbedBatch {
+            inputs: vec!["fine".into(), Input::Ids(long)],
+            truncate: false,
+        })
+        .unwrap_err();
+    assert_eq!(err, BackendError::InputTooLong { index: 1, max: 256 });
+    // 254 ids and the two special tokens are exactly the limit.
+    let fits = model
+        .embed(&EmbedBatch {
+            inputs: vec![Input::Ids(vec![7592; 254])],
+            truncate: false,
+        })
+        .expect("254 ids fit");
+    assert_eq!((fits.tokens[0], fits.truncated[0]), (256, false));
+    let err = model
+        .embed(&EmbedBatch {
+            inputs: vec![Input::Ids(vec![101]), Input::Ids(vec![7592, 30522])],
+            truncate: true,
+        })
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BackendError::UnknownTokenId {
+            index: 1,
+            position: 1,
+            id: 30522,
+            vocab: 30522
+        }
+    );
 }
 
 #[test]

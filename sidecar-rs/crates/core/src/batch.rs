@@ -1,8 +1,41 @@
+/// One input of a batch: a text, or the ids its text encodes to in the model's vocabulary,
+/// without the special tokens (`[CLS]`, `[SEP]`) the model puts around every input, which are
+/// added as they are to a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A text, tokenised by the model's tokenizer.
+    Text(String),
+    /// Token ids, used as they are.
+    Ids(Vec<u32>),
+}
+
+impl Input {
+    /// The text, or `None` for token ids.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Input::Text(text) => Some(text),
+            Input::Ids(_) => None,
+        }
+    }
+}
+
+impl From<&str> for Input {
+    fn from(text: &str) -> Self {
+        Input::Text(text.to_owned())
+    }
+}
+
+impl From<String> for Input {
+    fn from(text: String) -> Self {
+        Input::Text(text)
+    }
+}
+
 /// Inputs for one call to [`crate::Backend::embed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbedBatch {
-    /// Texts to embed, in the order their rows must come back.
-    pub inputs: Vec<String>,
+    /// Inputs to embed, in the order their rows must come back.
+    pub inputs: Vec<Input>,
     /// When `true`, inputs longer than the model's limit are cut to it; when `false`, such an
     /// input fails the whole batch with [`crate::BackendError::InputTooLong`].
     pub truncate: bool,

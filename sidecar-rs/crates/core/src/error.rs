@@ -13,6 +13,28 @@ pub enum BackendError {
         /// The model's `max_input_tokens`, special tokens included.
         max: usize,
     },
+    /// A token-id input holds an id the model's vocabulary does not have.
+    #[error(
+        "input {index}: token id {id} at {position} is outside the model's vocabulary of {vocab} ids"
+    )]
+    UnknownTokenId {
+        /// Position of the offending input in the batch.
+        index: usize,
+        /// Position of the id in the input.
+        position: usize,
+        /// The id.
+        id: u32,
+        /// The vocabulary's size.
+        vocab: usize,
+    },
+    /// The operation needs text and an input is token ids (entities point into the text).
+    #[error("input {index} is token ids; `{op}` takes text")]
+    TextRequired {
+        /// Position of the offending input in the batch.
+        index: usize,
+        /// The operation.
+        op: &'static str,
+    },
     /// The tokenizer rejected an input.
     #[error("tokenization failed: {0}")]
     Tokenizer(String),

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::json;
 use shoal_sidecar_core::text::{INPUT_BYTES_PER_TOKEN, prefix_at_char_boundary};
-use shoal_sidecar_core::{BackendError, EmbedBatch, Embeddings};
+use shoal_sidecar_core::{BackendError, EmbedBatch, Embeddings, Input};
 
 use crate::OpenAiError;
 use crate::api;
@@ -47,6 +47,13 @@ pub(crate) fn guard_inputs(
     let mut kept = Vec::with_capacity(batch.inputs.len());
     let mut cut = Vec::with_capacity(batch.inputs.len());
     for (index, input) in batch.inputs.iter().enumerate() {
+        // The upstream's vocabulary is its own business: it is sent text, never ids.
+        let Input::Text(input) = input else {
+            return Err(BackendError::Unsupported(format!(
+                "input {index} is token ids; models served by an OpenAI-compatible upstream \
+                 take text"
+            )));
+        };
         let prefix = prefix_at_char_boundary(input, max_bytes);
         if prefix.len() < input.len() && !batch.truncate {
             return Err(BackendError::InputTooLong {
@@ -234,10 +241,23 @@ mod tests {
     }
 
     #[test]
+    fn token_ids_are_refused() {
+        let batch = EmbedBatch {
+            inputs: vec!["a".into(), Input::Ids(vec![1, 2])],
+            truncate: true,
+        };
+        let err = guard_inputs(&batch, 2).unwrap_err();
+        assert!(
+            matches!(&err, BackendError::Unsupported(m) if m.starts_with("input 1 is token ids")),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn inputs_are_cut_at_the_byte_guard() {
         let long = "é".repeat(300);
         let batch = EmbedBatch {
-            inputs: vec!["short".into(), long.clone()],
+            inputs: vec!["short".into(), long.clone().into()],
             truncate: true,
         };
         let (kept, cut) = guard_inputs(&batch, 2).unwrap();
@@ -245,7 +265,7 @@ mod tests {
         assert_eq!(kept[1].len(), 256);
         assert_eq!(cut, vec![false, true]);
         let batch = EmbedBatch {
-            inputs: vec!["short".into(), long],
+            inputs: vec!["short".into(), long.into()],
             truncate: false,
         };
         assert_eq!(

@@ -66,7 +66,7 @@ fn embeds_what_the_server_embeds() {
     let inputs = ["hello world", "Le café est très bon ☕", "hello world"];
     let out = backend
         .embed(&EmbedBatch {
-            inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
+            inputs: inputs.iter().map(|&s| s.into()).collect(),
             truncate: true,
         })
         .expect("embeds");
@@ -103,14 +103,14 @@ fn embedding_inputs_over_the_byte_guard_are_cut_or_refused() {
     let long = "word ".repeat(200);
     let out = backend
         .embed(&EmbedBatch {
-            inputs: vec![long.clone(), "short".into()],
+            inputs: vec![long.clone().into(), "short".into()],
             truncate: true,
         })
         .expect("a cut input still embeds");
     assert_eq!(out.truncated, vec![true, false]);
     let error = backend
         .embed(&EmbedBatch {
-            inputs: vec!["short".into(), long],
+            inputs: vec!["short".into(), long.into()],
             truncate: false,
         })
         .unwrap_err();

@@ -87,7 +87,9 @@ impl From<BackendError> for ProtocolError {
             BackendError::InputTooLong { .. } => ErrorCode::InputTooLong,
             BackendError::EmptyBatch
             | BackendError::Unsupported(_)
-            | BackendError::MismatchedPairs { .. } => ErrorCode::BadRequest,
+            | BackendError::MismatchedPairs { .. }
+            | BackendError::UnknownTokenId { .. }
+            | BackendError::TextRequired { .. } => ErrorCode::BadRequest,
             BackendError::Tokenizer(_) | BackendError::Inference(_) => ErrorCode::Internal,
             BackendError::AdapterNotFound(_) => ErrorCode::AdapterNotFound,
             BackendError::AdapterExists(_) => ErrorCode::AdapterExists,

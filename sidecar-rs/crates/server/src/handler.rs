@@ -229,10 +229,7 @@ async fn dispatch(
         } => {
             let parents =
                 trace::distinct_parents(traceparents.iter().copied().chain(request.traceparent));
-            let work = Work::Embed(EmbedBatch {
-                inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
-                truncate,
-            });
+            let work = Work::Embed(EmbedBatch { inputs, truncate });
             let (done, _) = batch::run(&state.registry, model, work, parents).await?;
             let Answer::Embeddings {
                 dim,

@@ -3,7 +3,7 @@
 
 use opentelemetry::Context;
 use serde::Serialize;
-use shoal_sidecar_core::{EmbedBatch, PairBatch};
+use shoal_sidecar_core::{EmbedBatch, Input, PairBatch};
 
 use crate::calls::batch;
 use crate::error::{ErrorCode, ProtocolError};
@@ -72,11 +72,11 @@ pub(crate) async fn answer(
             truncate,
         }),
         HeadInputs::Classify(texts) => Work::Classify(EmbedBatch {
-            inputs: owned(texts),
+            inputs: texts.iter().map(|&text| Input::from(text)).collect(),
             truncate,
         }),
         HeadInputs::Extract(texts) => Work::Extract(EmbedBatch {
-            inputs: owned(texts),
+            inputs: texts.iter().map(|&text| Input::from(text)).collect(),
             truncate,
         }),
     };

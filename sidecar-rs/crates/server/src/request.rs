@@ -132,10 +132,12 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
         "cancel" => generate::decode_cancel(fields.target).map_err(reject)?,
         _ => {
             let model = fields.required_model().map_err(reject)?;
-            let inputs = fields.inputs.ok_or_else(|| reject(missing("inputs")))?;
+            let inputs = fields
+                .embed_inputs
+                .ok_or_else(|| reject(missing("inputs")))?;
             if inputs.is_empty() {
                 return Err(reject(ProtocolError::bad_request(
-                    "`inputs` must hold at least one string",
+                    "`inputs` must hold at least one input",
                 )));
             }
             Op::Embed {
@@ -219,6 +221,7 @@ mod tests {
     use super::*;
     use crate::options::BackendKind;
     use rmpv::Value as V;
+    use shoal_sidecar_core::Input;
 
     const LIMITS: Limits = Limits { max_batch_items: 3 };
 
@@ -291,9 +294,31 @@ mod tests {
             decode(&body, LIMITS).unwrap().op,
             Op::Embed {
                 model: "m",
-                inputs: vec!["a", ""],
+                inputs: vec!["a".into(), "".into()],
                 truncate: true,
                 traceparents: vec!["x"]
+            }
+        );
+        // Token ids, beside texts in the same batch.
+        let body = map(&[
+            ("id", V::from(1)),
+            ("op", V::from("embed")),
+            ("model", V::from("m")),
+            (
+                "inputs",
+                V::Array(vec![
+                    V::from("a"),
+                    V::Array(vec![V::from(7592), V::from(u64::from(u32::MAX))]),
+                ]),
+            ),
+        ]);
+        assert_eq!(
+            decode(&body, LIMITS).unwrap().op,
+            Op::Embed {
+                model: "m",
+                inputs: vec!["a".into(), Input::Ids(vec![7592, u32::MAX])],
+                truncate: true,
+                traceparents: vec![]
             }
         );
         let body = map(&[
@@ -405,7 +430,48 @@ mod tests {
                     ("model", V::from("m")),
                     ("inputs", V::Array(vec![V::from("a"), V::from(2)])),
                 ]),
-                "`inputs[1]` must be a string",
+                "`inputs[1]` must be a string or an array of token ids",
+            ),
+            (
+                base(&[
+                    ("model", V::from("m")),
+                    ("inputs", V::Array(vec![V::Array(vec![])])),
+                ]),
+                "`inputs[0]` has no token ids",
+            ),
+            (
+                base(&[
+                    ("model", V::from("m")),
+                    (
+                        "inputs",
+                        V::Array(vec![V::Array(vec![V::from(1), V::from(-1)])]),
+                    ),
+                ]),
+                "`inputs[0][1]` must be a token id (an integer from 0 to 4294967295), got -1",
+            ),
+            (
+                base(&[
+                    ("model", V::from("m")),
+                    (
+                        "inputs",
+                        V::Array(vec![V::Array(vec![V::from(1u64 << 32)])]),
+                    ),
+                ]),
+                "got 4294967296",
+            ),
+            (
+                base(&[
+                    ("model", V::from("m")),
+                    ("inputs", V::Array(vec![V::Array(vec![V::from(1.5)])])),
+                ]),
+                "got float",
+            ),
+            (
+                base(&[
+                    ("model", V::from("m")),
+                    ("inputs", V::Array(vec![V::Array(vec![V::Array(vec![])])])),
+                ]),
+                "got array",
             ),
             (
                 base(&[

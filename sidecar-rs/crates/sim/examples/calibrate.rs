@@ -172,7 +172,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for round in 0..=args.repeats {
         for p in &mut points {
             let batch = EmbedBatch {
-                inputs: vec![text_of(p.tokens); p.batch],
+                inputs: vec![text_of(p.tokens).into(); p.batch],
                 truncate: true,
             };
             let t = Instant::now();

@@ -2,11 +2,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use shoal_sidecar_core::text::{INPUT_BYTES_PER_TOKEN, prefix_at_char_boundary};
-use shoal_sidecar_core::{Backend, BackendError, EmbedBatch, Embeddings, ModelFamily};
+use shoal_sidecar_core::{Backend, BackendError, EmbedBatch, Embeddings, Input, ModelFamily};
+use tokenizers::PostProcessor;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::tokens::estimate_tokens;
-use crate::{CostModel, SimError, SimParams, pseudo_embedding};
+use crate::{CostModel, SimError, SimParams, pseudo_embedding, pseudo_embedding_of_ids};
 
 /// A simulated model: real token counts (or estimates), pseudo-embeddings, and a sleep as long
 /// as the [`CostModel`] predicts in place of the forward pass.
@@ -74,48 +75,80 @@ impl SimBackend {
     }
 
     /// Tokens per input after truncation and whether each was cut, exactly as the Candle
-    /// backend counts them when a tokenizer is loaded.
+    /// backend counts them when a tokenizer is loaded. Token ids count as themselves plus the
+    /// special tokens the tokenizer adds around an input (none without a tokenizer).
     fn count(&self, batch: &EmbedBatch) -> Result<(Vec<u32>, Vec<bool>), BackendError> {
         let max = self.params.max_input_tokens;
         let max_bytes = max.saturating_mul(INPUT_BYTES_PER_TOKEN);
+        let mut texts = Vec::new();
+        let mut byte_cut = Vec::new();
+        for input in &batch.inputs {
+            if let Input::Text(text) = input {
+                let kept = prefix_at_char_boundary(text, max_bytes);
+                byte_cut.push(kept.len() < text.len());
+                texts.push(kept);
+            }
+        }
+        // (tokens before truncation to `max`, cut already) per text, in order.
+        let mut text_counts = match &self.tokenizer {
+            Some(tokenizer) => tokenizer
+                .encode_batch_fast(texts, true)
+                .map_err(|e| BackendError::Tokenizer(e.to_string()))?
+                .iter()
+                .zip(byte_cut)
+                .map(|(encoding, cut)| {
+                    (
+                        encoding.len(),
+                        cut || !encoding.get_overflowing().is_empty(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+            None => texts
+                .iter()
+                .zip(byte_cut)
+                .map(|(text, cut)| (estimate_tokens(text), cut))
+                .collect(),
+        }
+        .into_iter();
         let mut tokens = Vec::with_capacity(batch.inputs.len());
         let mut truncated = Vec::with_capacity(batch.inputs.len());
-        let mut push = |index: usize, count: usize, cut: bool| {
+        for (index, input) in batch.inputs.iter().enumerate() {
+            let (count, cut) = match input {
+                Input::Text(_) => text_counts.next().unwrap_or((0, false)),
+                Input::Ids(ids) => (ids.len() + self.check_ids(index, ids)?, false),
+            };
+            let cut = cut || count > max;
             if cut && !batch.truncate {
                 return Err(BackendError::InputTooLong { index, max });
             }
-            tokens.push(u32::try_from(count).unwrap_or(u32::MAX));
+            tokens.push(u32::try_from(count.min(max)).unwrap_or(u32::MAX));
             truncated.push(cut);
-            Ok(())
-        };
-        match &self.tokenizer {
-            Some(tokenizer) => {
-                let mut byte_cut = Vec::with_capacity(batch.inputs.len());
-                let kept: Vec<&str> = batch
-                    .inputs
-                    .iter()
-                    .map(|input| {
-                        let kept = prefix_at_char_boundary(input, max_bytes);
-                        byte_cut.push(kept.len() < input.len());
-                        kept
-                    })
-                    .collect();
-                let encodings = tokenizer
-                    .encode_batch_fast(kept, true)
-                    .map_err(|e| BackendError::Tokenizer(e.to_string()))?;
-                for (index, encoding) in encodings.iter().enumerate() {
-                    let cut = byte_cut[index] || !encoding.get_overflowing().is_empty();
-                    push(index, encoding.len(), cut)?;
-                }
-            }
-            None => {
-                for (index, input) in batch.inputs.iter().enumerate() {
-                    let estimate = estimate_tokens(input);
-                    push(index, estimate.min(max), estimate > max)?;
-                }
-            }
         }
         Ok((tokens, truncated))
+    }
+
+    /// Checks input `index`'s ids against the tokenizer's vocabulary and returns how many
+    /// special tokens it adds around one input; 0 without a tokenizer.
+    fn check_ids(&self, index: usize, ids: &[u32]) -> Result<usize, BackendError> {
+        let Some(tokenizer) = &self.tokenizer else {
+            return Ok(0);
+        };
+        let vocab = tokenizer.get_vocab_size(true);
+        if let Some((position, &id)) = ids
+            .iter()
+            .enumerate()
+            .find(|(_, id)| **id as usize >= vocab)
+        {
+            return Err(BackendError::UnknownTokenId {
+                index,
+                position,
+                id,
+                vocab,
+            });
+        }
+        Ok(tokenizer
+            .get_post_processor()
+            .map_or(0, |p| p.added_tokens(false)))
     }
 }
 
@@ -176,7 +209,10 @@ impl Backend for SimBackend {
         let dim = self.params.dim;
         let mut values = Vec::with_capacity(batch.inputs.len() * dim);
         for input in &batch.inputs {
-            values.extend(pseudo_embedding(input, dim));
+            values.extend(match input {
+                Input::Text(text) => pseudo_embedding(text, dim),
+                Input::Ids(ids) => pseudo_embedding_of_ids(ids, dim),
+            });
         }
         wait_until(started, self.params.cost.batch_cost(tokens.len(), longest));
         Ok(Embeddings {

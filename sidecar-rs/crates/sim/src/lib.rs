@@ -23,5 +23,5 @@ mod tokens;
 pub use backend::SimBackend;
 pub use cost::{CostModel, Profile, SimOverrides, SimParams};
 pub use error::SimError;
-pub use pseudo::pseudo_embedding;
+pub use pseudo::{pseudo_embedding, pseudo_embedding_of_ids};
 pub use tokens::estimate_tokens;

@@ -22,7 +22,18 @@ fn splitmix64(state: &mut u64) -> u64 {
 /// get equal vectors and different texts almost surely nearly orthogonal ones, so a caller can
 /// check that every answer was routed back to the input it belongs to.
 pub fn pseudo_embedding(text: &str, dim: usize) -> Vec<f32> {
-    let mut state = fnv1a(text.as_bytes());
+    seeded_unit_vector(fnv1a(text.as_bytes()), dim)
+}
+
+/// [`pseudo_embedding`] for a token-id input: seeded with the FNV-1a hash of its ids as
+/// little-endian `u32`s.
+pub fn pseudo_embedding_of_ids(ids: &[u32], dim: usize) -> Vec<f32> {
+    let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+    seeded_unit_vector(fnv1a(&bytes), dim)
+}
+
+fn seeded_unit_vector(seed: u64, dim: usize) -> Vec<f32> {
+    let mut state = seed;
     let mut values: Vec<f64> = (0..dim)
         .map(|_| {
             // The top 53 bits as a double in [0, 1), mapped to [-1, 1).

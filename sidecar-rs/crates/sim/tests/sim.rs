@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 mod minilm;
 use minilm::minilm_dir;
 use shoal_sidecar_candle::{CandleRuntime, Precision};
-use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch};
+use shoal_sidecar_core::{Backend, BackendError, DeviceSpec, EmbedBatch, Input};
 use shoal_sidecar_sim::{
     CostModel, Profile, SimBackend, SimOverrides, SimParams, pseudo_embedding,
 };
@@ -33,7 +33,7 @@ fn params(dim: usize, max_input_tokens: usize, cost: CostModel) -> SimParams {
 
 fn batch(inputs: &[&str], truncate: bool) -> EmbedBatch {
     EmbedBatch {
-        inputs: inputs.iter().map(|s| (*s).to_owned()).collect(),
+        inputs: inputs.iter().map(|s| (*s).into()).collect(),
         truncate,
     }
 }
@@ -119,6 +119,27 @@ fn with_the_models_tokenizer_tokens_and_truncation_match_candle() {
     assert_eq!(got.truncated, want.truncated);
     assert_eq!(got.tokens[0], 4);
     assert_eq!(got.truncated, vec![false, false, false, true, true]);
+    // Token ids count as Candle counts them: the ids and the special tokens around them, cut
+    // at the limit; ids outside the vocabulary are refused as Candle refuses them.
+    let ids = EmbedBatch {
+        inputs: vec![Input::Ids(vec![7592, 2088]), Input::Ids(vec![7592; 300])],
+        truncate: true,
+    };
+    let got = fast.embed(&ids).unwrap();
+    let want = candle.embed(&ids).unwrap();
+    assert_eq!(
+        (got.tokens.clone(), got.truncated.clone()),
+        (vec![4, 256], vec![false, true])
+    );
+    assert_eq!((got.tokens, got.truncated), (want.tokens, want.truncated));
+    let unknown = EmbedBatch {
+        inputs: vec![Input::Ids(vec![30522])],
+        truncate: true,
+    };
+    assert_eq!(
+        fast.embed(&unknown).unwrap_err(),
+        candle.embed(&unknown).unwrap_err()
+    );
     for index in [3, 4] {
         let refused = vec![inputs[0], inputs[index]];
         assert_eq!(

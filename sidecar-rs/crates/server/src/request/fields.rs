@@ -5,7 +5,9 @@ use shoal_sidecar_openai::OpenAiSettings;
 use shoal_sidecar_sim::SimOverrides;
 
 use super::generate::GenerateFields;
-use super::values::{adapter_name, count, missing, number, string, strings, wrong_type};
+use shoal_sidecar_core::Input;
+
+use super::values::{adapter_name, count, inputs, missing, number, string, strings, wrong_type};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Malformed, Reader};
 use crate::options::BackendKind;
@@ -24,7 +26,10 @@ pub(super) struct Fields<'a> {
     pub(super) traceparent: Option<&'a str>,
     pub(super) model: Option<&'a str>,
     pub(super) path: Option<&'a str>,
+    /// `classify` and `extract`: texts.
     pub(super) inputs: Option<Vec<&'a str>>,
+    /// `embed`: texts or token ids.
+    pub(super) embed_inputs: Option<Vec<Input>>,
     /// `score`: the two sides of each pair.
     pub(super) queries: Option<Vec<&'a str>>,
     pub(super) documents: Option<Vec<&'a str>>,
@@ -115,7 +120,11 @@ impl<'a> Fields<'a> {
                     Item::Bool(v) => fields.truncate = Some(v),
                     other => return Err(wrong_type("truncate", "a bool", other)),
                 },
-                ("embed" | "classify" | "extract", b"inputs") => {
+                ("embed", b"inputs") => {
+                    fields.embed_inputs =
+                        Some(inputs(&mut r, "inputs", value, limits.max_batch_items)?)
+                }
+                ("classify" | "extract", b"inputs") => {
                     fields.inputs = Some(strings(
                         &mut r,
                         "inputs",

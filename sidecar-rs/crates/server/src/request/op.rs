@@ -2,6 +2,7 @@
 //! from the frame body.
 
 use shoal_sidecar_candle::Precision;
+use shoal_sidecar_core::Input;
 use shoal_sidecar_openai::OpenAiConfig;
 use shoal_sidecar_sim::SimParams;
 
@@ -52,7 +53,7 @@ pub(crate) enum Op<'a> {
     },
     Embed {
         model: &'a str,
-        inputs: Vec<&'a str>,
+        inputs: Vec<Input>,
         truncate: bool,
         traceparents: Vec<&'a str>,
     },

@@ -1,5 +1,7 @@
 //! Reading one field's value, with the error a client sees when it has the wrong type.
 
+use shoal_sidecar_core::Input;
+
 use crate::error::{ErrorCode, ProtocolError};
 use crate::msgpack::{Item, Reader};
 
@@ -101,4 +103,78 @@ pub(crate) fn strings<'a>(
         }
     }
     Ok(out)
+}
+
+/// `embed`'s inputs: each a string, or an array of token ids (integers that fit in 32 bits).
+pub(crate) fn inputs(
+    r: &mut Reader<'_>,
+    field: &str,
+    value: Item<'_>,
+    max: usize,
+) -> Result<Vec<Input>, ProtocolError> {
+    let Item::Array(len) = value else {
+        return Err(wrong_type(
+            field,
+            "an array of strings or of token-id arrays",
+            value,
+        ));
+    };
+    if len as usize > max {
+        return Err(too_many_inputs(field, u64::from(len), max));
+    }
+    let mut out = Vec::new();
+    for index in 0..len {
+        match next(r)? {
+            item @ Item::Str(_) => out.push(Input::Text(
+                string(field, item)
+                    .map_err(|_| {
+                        ProtocolError::bad_request(format!("`{field}[{index}]` is not valid UTF-8"))
+                    })?
+                    .to_owned(),
+            )),
+            Item::Array(0) => {
+                return Err(ProtocolError::bad_request(format!(
+                    "`{field}[{index}]` has no token ids"
+                )));
+            }
+            Item::Array(ids) => {
+                // Capacity is bounded by the body: every id takes at least one byte.
+                let mut out_ids = Vec::new();
+                for position in 0..ids {
+                    match next(r)? {
+                        Item::Uint(id) if id <= u64::from(u32::MAX) => out_ids.push(id as u32),
+                        other => {
+                            return Err(ProtocolError::bad_request(format!(
+                                "`{field}[{index}][{position}]` must be a token id (an integer \
+                                 from 0 to {}), got {}",
+                                u32::MAX,
+                                describe(other)
+                            )));
+                        }
+                    }
+                }
+                out.push(Input::Ids(out_ids));
+            }
+            other => {
+                return Err(ProtocolError::bad_request(format!(
+                    "`{field}[{index}]` must be a string or an array of token ids, got {}",
+                    other.type_name()
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn next<'a>(r: &mut Reader<'a>) -> Result<Item<'a>, ProtocolError> {
+    r.next()
+        .map_err(|e| ProtocolError::new(ErrorCode::BadFrame, e.to_string()))
+}
+
+fn describe(item: Item<'_>) -> String {
+    match item {
+        Item::Uint(v) => v.to_string(),
+        Item::Int(v) => v.to_string(),
+        other => other.type_name().to_owned(),
+    }
 }
