@@ -50,6 +50,11 @@ export interface AnnotatorOptions {
   readonly bucketEdges?: readonly number[];
   /** Per-model queue bounds; without it only the stream's own limits apply. */
   readonly backlog?: Backlog;
+  /**
+   * Told of every work item stored in the work stream, with its model key and length bucket
+   * (the arrivals metrics count them).
+   */
+  readonly onQueued?: (modelKey: string, bucket: number) => void;
 }
 
 /** Something that turns an accepted request into queued work. */
@@ -75,8 +80,8 @@ const FAMILIES: { readonly [C in TaskCase]: AnnotatedFamily<C> } = {
  * task is cut; this file knows none of them.
  */
 export class Annotator implements Annotate {
-  readonly #options: Required<Omit<AnnotatorOptions, "backlog">> &
-    Pick<AnnotatorOptions, "backlog">;
+  readonly #options: Required<Omit<AnnotatorOptions, "backlog" | "onQueued">> &
+    Pick<AnnotatorOptions, "backlog" | "onQueued">;
   readonly #estimates = new ShapeEstimates();
   readonly #vocabSizes = new Map<string, Promise<number | undefined>>();
   readonly #bundler: WorkBundler;
@@ -167,6 +172,7 @@ export class Annotator implements Annotate {
       ),
       model.maxInputTokens,
     ];
+    const buckets = plan.parts.map((part) => lengthBucket(part.maxInputTokens, edges));
     const published = await Promise.allSettled(
       plan.parts.map((part, index) => {
         const item = create(WorkItemSchema, {
@@ -185,12 +191,18 @@ export class Annotator implements Annotate {
         });
         injectContext(ctx, traceFieldsCarrier(item));
         return this.#bundler.queue(
-          workSubject(model.key, lengthBucket(part.maxInputTokens, edges)),
+          workSubject(model.key, buckets[index] ?? model.maxInputTokens),
           item,
           task.case === "generate",
         );
       }),
     );
+    const { onQueued } = this.#options;
+    if (onQueued !== undefined) {
+      published.forEach((r, index) => {
+        if (r.status === "fulfilled") onQueued(model.key, buckets[index] ?? model.maxInputTokens);
+      });
+    }
     const refused = published.find((r) => r.status === "rejected");
     if (refused !== undefined) {
       // Parts stored before the refusal still run; their answers find no held request at the

@@ -1,13 +1,17 @@
-import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
+import type { ConsumerInfo, JetStreamManager, MsgRequest } from "@nats-io/jetstream";
 import type { Catalog } from "@shoal/config";
-import { modelConsumerName } from "@shoal/jetstream";
+import { modelConsumerName, modelWorkFilter } from "@shoal/jetstream";
 import { perScrape, type Logger } from "@shoal/telemetry";
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/** Counts a work item as ingress stores it: one of the queue's arrivals. */
+export type QueueArrivals = (modelKey: string, bucket: number) => void;
 
 /**
- * The work queue as JetStream sees it, per model, read from each model's consumer when
- * scraped (one request to the server per model and scrape, nothing on the request path):
- * work waiting, work held by workers, and work delivered more than once and not yet done.
+ * The work queue as JetStream sees it, per model, read from each model's consumer and its
+ * oldest message when scraped (two requests to the server per model and scrape, nothing on the
+ * request path): work waiting, work held by workers, work delivered more than once and not yet
+ * done, and how old the oldest unfinished work is. Arrivals are counted as ingress queues them.
  */
 export function registerQueueMetrics(
   registry: Registry,
@@ -15,7 +19,7 @@ export function registerQueueMetrics(
   stream: string,
   catalog: Catalog,
   logger: Logger,
-): void {
+): QueueArrivals {
   const consumers = perScrape(() => readConsumers(jsm, stream, catalog, logger));
   const gauge = (name: string, help: string, value: (info: ConsumerInfo) => number): void => {
     new Gauge({
@@ -44,6 +48,55 @@ export function registerQueueMetrics(
     "Work messages delivered more than once and not yet acknowledged.",
     (info) => info.num_redelivered,
   );
+  const oldest = perScrape(() => readOldest(jsm, stream, catalog, logger));
+  new Gauge({
+    name: "shoal_queue_oldest_message_age_seconds",
+    help: "Age of a model's oldest unfinished work message (queued or held by a worker); no sample when none is.",
+    labelNames: ["model"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const now = Date.now();
+      for (const [model, storedAt] of await oldest()) {
+        this.set({ model }, Math.max(0, now - storedAt) / 1000);
+      }
+    },
+  });
+  const arrivals = new Counter({
+    name: "shoal_queue_arrivals_total",
+    help: "Work items stored in the work stream, by model and length bucket (the bucket's upper edge in tokens).",
+    labelNames: ["model", "bucket"],
+    registers: [registry],
+  });
+  return (model, bucket) => {
+    arrivals.inc({ model, bucket: String(bucket) });
+  };
+}
+
+/**
+ * When each model's oldest unfinished work message was stored, Unix ms. The work stream keeps
+ * a message until it is acknowledged, so the first one on a model's subjects is the oldest
+ * not yet done.
+ */
+async function readOldest(
+  jsm: JetStreamManager,
+  stream: string,
+  catalog: Catalog,
+  logger: Logger,
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const model of catalog.models) {
+    try {
+      // The server's message-get takes `next_by_subj` (the first message on or after `seq` on
+      // matching subjects); the client's type names only the other two forms.
+      const query = { seq: 1, next_by_subj: modelWorkFilter(model.key) } as MsgRequest;
+      const first = await jsm.streams.getMessage(stream, query);
+      if (first !== null) out.set(model.key, first.time.getTime());
+    } catch (err) {
+      logger.debug({ err, model: model.key }, "queue metrics: oldest message unavailable");
+    }
+  }
+  return out;
 }
 
 /** Each catalog model's consumer, by model key; models no worker has served yet have none. */

@@ -97,9 +97,10 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);
   const metrics = options.metrics === undefined ? undefined : new IngressMetrics(options.metrics);
-  if (options.metrics !== undefined) {
-    registerQueueMetrics(options.metrics, jsm, stream, catalog, logger);
-  }
+  const arrivals =
+    options.metrics === undefined
+      ? undefined
+      : registerQueueMetrics(options.metrics, jsm, stream, catalog, logger);
   const backlog = new Backlog({
     jsm,
     stream,
@@ -127,6 +128,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     partMaxPaddedTokens: options.partMaxPaddedTokens,
     partMaxInputs: options.partMaxInputs,
     partMaxBytes: Math.min(DEFAULT_PART_MAX_BYTES, offloadThresholdBytes),
+    onQueued: arrivals,
   });
   logger.info({ vocabularies: await annotator.preloadVocabularies() }, "vocabularies read");
   const residency = await ResidencyView.start(nc, logger);

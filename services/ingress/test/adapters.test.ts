@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { AdapterStore, readBaseShape, validateLoraAdapter } from "@shoal/adapters";
-import { repoRoot, sidecarPidOf, smollm2Dir } from "@shoal/testing";
+import { freePort, repoRoot, scrapeMetrics, sidecarPidOf, smollm2Dir } from "@shoal/testing";
 import OpenAI, { NotFoundError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPytest } from "./support/pytest.js";
@@ -23,6 +23,7 @@ let cluster: GenerationCluster;
 let nc: NatsConnection;
 let store: AdapterStore;
 let client: OpenAI;
+let metricsPort: number;
 
 async function publish(name: string) {
   const files = {
@@ -35,7 +36,10 @@ async function publish(name: string) {
 
 beforeAll(async () => {
   // One adapter per model at a time, so loading a second evicts the first.
-  cluster = await startGenerationCluster({ env: { SHOAL_MAX_ADAPTERS_PER_MODEL: "1" } });
+  metricsPort = await freePort();
+  cluster = await startGenerationCluster({
+    env: { SHOAL_MAX_ADAPTERS_PER_MODEL: "1", SHOAL_METRICS_PORT: String(metricsPort) },
+  });
   nc = await connect({ servers: cluster.nats.url });
   store = await AdapterStore.open(nc);
   client = new OpenAI({ baseURL: `${cluster.baseUrl}/v1`, apiKey: "unused", maxRetries: 0 });
@@ -83,6 +87,20 @@ describe("LoRA adapters through ingress", { timeout: 240_000 }, () => {
     const stats = await cluster.sidecarStats();
     const smol = stats.models.find((m) => m.model === BASE.key);
     expect(smol?.adapters?.map((a) => a.adapter)).toEqual(["sea-poet@1"]);
+
+    // The worker's metrics: the first adapter request missed (a second one arriving while it
+    // loaded shares that load, and misses too), and every sequence's first tokens were timed.
+    const samples = await scrapeMetrics(metricsPort);
+    const model = `model="${BASE.key}"`;
+    const lookups = (result: string) =>
+      samples.get(`shoal_worker_adapter_lookups_total{${model},result="${result}"}`) ?? 0;
+    expect(lookups("miss")).toBeGreaterThanOrEqual(1);
+    expect(lookups("miss") + lookups("hit")).toBe(2);
+    expect(samples.get(`shoal_worker_generation_first_token_seconds_count{${model}}`)).toBe(3);
+    expect(
+      samples.get(`shoal_worker_generation_first_token_seconds_sum{${model}}`),
+    ).toBeGreaterThan(0);
+    expect(samples.get(`shoal_worker_generations_total{${model},outcome="ok"}`)).toBe(3);
   });
 
   it("streams with an adapter too", async () => {
@@ -96,6 +114,13 @@ describe("LoRA adapters through ingress", { timeout: 240_000 }, () => {
     let text = "";
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
     expect(text).toBe((await chat(`${SMOLLM2}:sea-poet`)).choices[0]?.message.content);
+    // Both found the adapter loaded.
+    const samples = await scrapeMetrics(metricsPort);
+    const lookups = (result: string) =>
+      samples.get(`shoal_worker_adapter_lookups_total{model="${BASE.key}",result="${result}"}`) ??
+      0;
+    expect(lookups("miss") + lookups("hit")).toBe(4);
+    expect(lookups("hit")).toBeGreaterThanOrEqual(2);
   });
 
   it("refuses unknown adapters and versions with 404, malformed references with 400", async () => {

@@ -65,6 +65,12 @@ it("counts each request once under its route, model and outcome, with its phases
     at(`shoal_ingress_request_phase_seconds_sum{route="embeddings",${model},phase="compute"}`),
   ).toBeGreaterThan(0);
   expect(at(`shoal_ingress_in_flight_requests{route="embeddings"}`)).toBe(0);
+  // Every request was one work item; MiniLM's default buckets close at 16 and 256 tokens.
+  const arrivals = [...samples.entries()]
+    .filter(([name]) => name.startsWith(`shoal_queue_arrivals_total{model="all-minilm-l6-v2",`))
+    .reduce((n, [, v]) => n + v, 0);
+  expect(arrivals).toBe(4);
+  expect(at('shoal_queue_arrivals_total{model="all-minilm-l6-v2",bucket="256"}')).toBe(1);
 });
 
 it("shows the queue growing while the worker is paused, and draining after", async () => {
@@ -82,9 +88,18 @@ it("shows the queue growing while the worker is paused, and draining after", asy
   try {
     answers = Promise.all([embed({ input: ["paused a"] }), embed({ input: ["paused b"] })]);
     await expect.poll(queued, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    // The oldest unfinished work ages while nothing takes it.
+    const age = async () =>
+      (await scrapeMetrics(metrics.port)).get(`shoal_queue_oldest_message_age_seconds{${model}}`) ??
+      0;
+    await expect.poll(age, { timeout: 10_000 }).toBeGreaterThanOrEqual(0.5);
   } finally {
     cluster.worker.kill("SIGCONT");
   }
   for (const res of await answers) expect(res.status).toBe(200);
   await expect.poll(queued, { timeout: 10_000 }).toBe(0);
+  // Nothing unfinished: no age at all.
+  expect(
+    (await scrapeMetrics(metrics.port)).has(`shoal_queue_oldest_message_age_seconds{${model}}`),
+  ).toBe(false);
 });

@@ -1,5 +1,6 @@
 import { ROOT_CONTEXT } from "@opentelemetry/api";
 import { ModelLoadingError } from "@shoal/gateway";
+import { scrapeMetrics } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MB, simModel, startSimNode, type SimNode } from "./sim-node.js";
 
@@ -51,6 +52,13 @@ it("answers a no-wait request for a model with no resident copy at once, and loa
   }
   expect(answered).toBe(true);
   expect(node.loader.loader.churn().loads).toBe(2);
+  // The worker counted both loads, and how long the cold one took.
+  const samples = await scrapeMetrics(node.metricsPorts[0] ?? 0);
+  for (const key of ["hot", "cold"]) {
+    expect(samples.get(`shoal_worker_model_loads_total{model="${key}",outcome="ok"}`)).toBe(1);
+    expect(samples.get(`shoal_worker_model_load_seconds_count{model="${key}"}`)).toBe(1);
+  }
+  expect(samples.get('shoal_worker_model_load_seconds_sum{model="cold"}')).toBeGreaterThan(0);
 }, 120_000);
 
 it("lets a request that may wait wait for the load it triggers", async () => {

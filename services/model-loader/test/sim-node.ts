@@ -11,6 +11,7 @@ import type { EnsureModelOptions } from "@shoal/model-sources";
 import { RESIDENCY_BUCKET, ResidencyView, type ResidencyPolicyOptions } from "@shoal/residency";
 import { createLogger } from "@shoal/telemetry";
 import {
+  freePort,
   minilmDir,
   sidecarBinary,
   startNatsServer,
@@ -54,6 +55,8 @@ export interface SimNode {
   /** The residency bucket, read the way ingress or an operator would. */
   readonly kv: KV;
   readonly workers: ServiceHandle[];
+  /** Each worker's metrics port, in `workers` order. */
+  readonly metricsPorts: readonly number[];
   api(path: string): Promise<{ status: number; body: Record<string, unknown> }>;
   stop(): Promise<void>;
 }
@@ -115,7 +118,9 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
     residency,
   });
   const workers: ServiceHandle[] = [];
+  const metricsPorts: number[] = [];
   for (let i = 1; i <= options.workers; i++) {
+    metricsPorts.push(await freePort());
     workers.push(
       await startService("worker", {
         env: {
@@ -132,6 +137,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
           // The gateway and model-loader here compile the catalog without a bundle; the
           // workers must see the same settings (a bundle's modelThreads changes a footprint).
           SHOAL_BUNDLE: "none",
+          SHOAL_METRICS_PORT: String(metricsPorts[i - 1]),
           LOG_LEVEL: "info",
         },
         readyMessage: "worker pulling",
@@ -148,6 +154,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
     loader,
     kv,
     workers,
+    metricsPorts,
     async api(path) {
       const res = await fetch(`http://127.0.0.1:${loader.port}${path}`);
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };

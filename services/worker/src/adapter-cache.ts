@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import type { SidecarClient } from "@shoal/sidecar-client";
 import { SidecarError } from "@shoal/sidecar-client";
 import type { Logger } from "@shoal/telemetry";
+import type { ResidencyMetrics } from "./residency-metrics.js";
 
 /** An adapter version as a work item names it. */
 export interface AdapterVersionRef {
@@ -32,6 +33,8 @@ export interface AdapterCacheOptions {
    * @default 16
    */
   readonly maxLoadedPerModel?: number;
+  /** Hits, misses and evictions are counted here; none recorded without. */
+  readonly metrics?: ResidencyMetrics | undefined;
   readonly logger: Logger;
 }
 
@@ -72,8 +75,10 @@ export class AdapterCache {
     if (loaded.has(name)) {
       loaded.delete(name);
       loaded.add(name);
+      this.#o.metrics?.adapterLookup(modelKey, "hit");
       return name;
     }
+    this.#o.metrics?.adapterLookup(modelKey, "miss");
     const key = `${modelKey}/${name}`;
     let pending = this.#pending.get(key);
     if (pending === undefined) {
@@ -138,6 +143,7 @@ export class AdapterCache {
       const [oldest] = loaded;
       if (oldest === undefined) return;
       loaded.delete(oldest);
+      this.#o.metrics?.adapterEvicted(modelKey);
       // Sequences already running with it finish with it; an adapter the sidecar no longer
       // has (it restarted) needs no unloading.
       await sidecar.unloadAdapter(modelKey, oldest).catch((err: unknown) => {

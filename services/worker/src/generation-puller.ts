@@ -30,6 +30,7 @@ import {
 } from "@shoal/telemetry";
 import { AdapterGoneError, type AdapterCache } from "./adapter-cache.js";
 import { deadLetter } from "./dead-letter.js";
+import type { GeneratorMetrics } from "./metrics.js";
 import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
 import { StreamOut } from "./generation-stream-out.js";
@@ -59,6 +60,8 @@ export interface GenerationPullerOptions {
    * answered UNAVAILABLE (this worker cannot reach the adapter registry).
    */
   readonly adapters?: AdapterCache;
+  /** This generator's metrics; none recorded without. */
+  readonly metrics?: GeneratorMetrics | undefined;
   readonly workerId: string;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -154,6 +157,7 @@ export class GenerationPuller {
         "malformed generation item dead-lettered",
       );
       await deadLetter(this.#o.js, this.#o.model.key, msg, "malformed work item", this.#o.logger);
+      this.#o.metrics?.deadLettered("malformed");
       return;
     }
     const n = Math.max(1, item.task.n);
@@ -217,6 +221,8 @@ export class GenerationPuller {
         logger,
         msg.deliveryCount,
       );
+      this.#o.metrics?.deadLettered("gave_up");
+      this.#o.metrics?.finished("failed");
       span.end();
       return;
     }
@@ -249,8 +255,16 @@ export class GenerationPuller {
       if (out.cancelled) for (const g of generations) void g.cancel().catch(() => false);
       await Promise.all(
         generations.map(async (generation, index) => {
-          for await (const tokens of generation)
+          let first = true;
+          for await (const tokens of generation) {
             out.tokens(index, tokens.text, tokens.tokenIds.length);
+            if (first) {
+              first = false;
+              this.#o.metrics?.firstToken(
+                Math.max(0, wallClockUs() - Number(item.enqueuedUnixUs)) / 1e6,
+              );
+            }
+          }
           const done = await generation.done;
           out.done(
             index,
@@ -271,6 +285,7 @@ export class GenerationPuller {
       );
       await out.drained();
       await this.#finish(msg, out, span);
+      this.#o.metrics?.finished("ok");
     } catch (err) {
       for (const g of generations) void g.cancel().catch(() => false);
       await this.#failed(msg, out, span, err);
@@ -340,6 +355,7 @@ export class GenerationPuller {
         err.message,
       );
       await this.#finish(msg, out, span);
+      this.#o.metrics?.finished("failed");
       return;
     }
     // The sidecar lost the adapter since it was loaded (it restarted): load it again.
@@ -357,6 +373,7 @@ export class GenerationPuller {
           : err.message,
       );
       await this.#finish(msg, out, span);
+      this.#o.metrics?.finished("failed");
       return;
     }
     const retryable =
@@ -374,6 +391,7 @@ export class GenerationPuller {
     this.#o.logger.error({ err, model: this.#o.model.id }, "generation failed");
     out.error(ErrorCode.UNAVAILABLE, "generation failed midway; retry the request");
     await this.#finish(msg, out, span);
+    this.#o.metrics?.finished("failed");
   }
 }
 

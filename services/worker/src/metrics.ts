@@ -18,8 +18,25 @@ export interface BatchMeasurement {
   readonly predictedSeconds: number;
 }
 
+/** Why a work message was taken off the queue unanswered by the model. */
+export type DeadLetterReason = "malformed" | "gave_up";
+
+/** What any model's puller counts, batches or streams alike. */
+export interface PullerMetrics {
+  /** A work message moved to the dead-letter stream. */
+  deadLettered(reason: DeadLetterReason): void;
+}
+
+/** A generator's streams, its label bound. */
+export interface GeneratorMetrics extends PullerMetrics {
+  /** The first tokens of a sequence went out, `seconds` after the request was queued. */
+  firstToken(seconds: number): void;
+  /** A generation item finished: all its sequences done, or failed. */
+  finished(outcome: "ok" | "failed"): void;
+}
+
 /** One model's batch metrics, its label bound. */
-export interface ModelBatchMetrics {
+export interface ModelBatchMetrics extends PullerMetrics {
   batchDone(batch: BatchMeasurement): void;
   batchFailed(): void;
   /** Items answered DEADLINE_EXCEEDED without running: they expired in the queue. */
@@ -40,6 +57,9 @@ export class WorkerMetrics {
   readonly #prediction: Histogram<"model">;
   readonly #expired: Counter<"model">;
   readonly #putBack: Counter<"model">;
+  readonly #deadLettered: Counter<"model" | "reason">;
+  readonly #firstToken: Histogram<"model">;
+  readonly #generations: Counter<"model" | "outcome">;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -89,6 +109,49 @@ export class WorkerMetrics {
       labelNames: ["model"],
       registers,
     });
+    this.#deadLettered = new Counter({
+      name: "shoal_worker_dead_lettered_messages_total",
+      help: "Work messages moved to the dead-letter stream: malformed, or given up after their deliveries.",
+      labelNames: ["model", "reason"],
+      registers,
+    });
+    this.#firstToken = new Histogram({
+      name: "shoal_worker_generation_first_token_seconds",
+      help: "From a generation request's queueing to its sequence's first tokens leaving the worker.",
+      labelNames: ["model"],
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    this.#generations = new Counter({
+      name: "shoal_worker_generations_total",
+      help: "Generation items finished, by outcome (ok, failed).",
+      labelNames: ["model", "outcome"],
+      registers,
+    });
+  }
+
+  #deadLetters(key: string): PullerMetrics["deadLettered"] {
+    const malformed = this.#deadLettered.labels({ model: key, reason: "malformed" });
+    const gaveUp = this.#deadLettered.labels({ model: key, reason: "gave_up" });
+    return (reason) => {
+      (reason === "malformed" ? malformed : gaveUp).inc();
+    };
+  }
+
+  /** The metrics of generator `key`. */
+  forGenerator(key: string): GeneratorMetrics {
+    const firstToken = this.#firstToken.labels({ model: key });
+    const ok = this.#generations.labels({ model: key, outcome: "ok" });
+    const failed = this.#generations.labels({ model: key, outcome: "failed" });
+    return {
+      deadLettered: this.#deadLetters(key),
+      firstToken: (seconds) => {
+        firstToken.observe(seconds);
+      },
+      finished: (outcome) => {
+        (outcome === "ok" ? ok : failed).inc();
+      },
+    };
   }
 
   /** The metrics of model `key`. */
@@ -103,6 +166,7 @@ export class WorkerMetrics {
     const expired = this.#expired.labels(labels);
     const putBack = this.#putBack.labels(labels);
     return {
+      deadLettered: this.#deadLetters(key),
       batchDone(batch) {
         ok.inc();
         inputs.observe(batch.inputs);

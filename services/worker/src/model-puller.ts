@@ -405,6 +405,7 @@ export class ModelPuller {
           "malformed work item dead-lettered",
         );
         await deadLetter(this.#o.js, this.#o.model.key, msg, "malformed work item", this.#o.logger);
+        this.#o.metrics?.deadLettered("malformed");
       } else {
         decoded.push(pulled);
       }
@@ -425,6 +426,7 @@ export class ModelPuller {
     await this.#o.nc.flush();
     for (const m of messages) {
       await deadLetter(this.#o.js, this.#o.model.key, m.msg, message, this.#o.logger);
+      this.#o.metrics?.deadLettered("gave_up");
     }
   }
 

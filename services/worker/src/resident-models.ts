@@ -15,6 +15,7 @@ import {
 import { SidecarError, type LoadOptions, type SidecarClient } from "@shoal/sidecar-client";
 import type { Logger } from "@shoal/telemetry";
 import { loadOptionsFor } from "./load-options.js";
+import type { ResidencyMetrics } from "./residency-metrics.js";
 
 /** What a worker runs for one resident model: its pull loop. */
 export interface ModelRunner {
@@ -42,6 +43,8 @@ export interface ResidentModelsOptions {
   readonly sources: CompiledEnsureModelOptions;
   /** Longest a sidecar `load` may take. */
   readonly loadTimeoutMs: number;
+  /** Loads and unloads are counted here; none recorded without. */
+  readonly metrics?: ResidencyMetrics | undefined;
   readonly logger: Logger;
 }
 
@@ -128,6 +131,14 @@ export class ResidentModels {
     const h: Held = { entry, state: "loading", memoryBytes: 0, runner: undefined };
     this.#held.set(entry.key, h);
     const log = this.#o.logger.child({ model: entry.id });
+    const started = performance.now();
+    const reply = await this.#loadHeld(entry, h, log);
+    const outcome = reply.ok ? "ok" : reply.code === "oom" ? "oom" : "failed";
+    this.#o.metrics?.loaded(entry.key, outcome, (performance.now() - started) / 1000);
+    return reply;
+  }
+
+  async #loadHeld(entry: ModelEntry, h: Held, log: Logger): Promise<ControlReply> {
     try {
       await ensureModel(entry, this.#o.sources);
       const client = await this.#o.sidecar();
@@ -175,6 +186,7 @@ export class ResidentModels {
       return { ok: true };
     } finally {
       this.#held.delete(entry.key);
+      this.#o.metrics?.unloaded(entry.key);
     }
   }
 

@@ -36,6 +36,7 @@ import {
 import { LocalQueueClient } from "@shoal/local-queue";
 import { AdapterCache } from "./adapter-cache.js";
 import { WorkerMetrics } from "./metrics.js";
+import { ResidencyMetrics } from "./residency-metrics.js";
 import { registerSidecarMetrics } from "./sidecar-metrics.js";
 import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
@@ -206,6 +207,8 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   await ensureDeadLetterStream(jsm);
   const js = jetstream(nc);
   const adapterStore = await AdapterStore.open(nc, { logger });
+  const residencyMetrics =
+    options.metrics === undefined ? undefined : new ResidencyMetrics(options.metrics);
   const adapters = new AdapterCache({
     source: {
       fetch: (baseKey, name, version, dir) => adapterStore.fetch(baseKey, name, version, dir),
@@ -213,6 +216,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     },
     dir: options.adaptersDir ?? adaptersDir({}),
     maxLoadedPerModel: options.maxAdaptersPerModel,
+    metrics: residencyMetrics,
     logger,
   });
   const localQueue =
@@ -245,6 +249,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
         onStall: (reason) => void supervisor.restart(reason),
         adapters,
+        metrics: metrics?.forGenerator(model.key),
         workerId,
         logger: logger.child({ model: model.id }),
         tracer: options.tracer,
@@ -293,6 +298,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       runner: makePuller,
       sources,
       loadTimeoutMs: managed.loadTimeoutMs ?? 600_000,
+      metrics: residencyMetrics,
       logger,
     });
     resident.start();

@@ -9,6 +9,7 @@ import {
   WorkResultsSchema,
   type WorkResult,
 } from "@shoal/proto";
+import { freePort, scrapeMetrics } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MINILM, startPipeline, type Pipeline } from "./support.js";
 
@@ -16,6 +17,7 @@ let pipeline: Pipeline;
 let answers: Subscription;
 const received: WorkResult[] = [];
 const REPLY = "shoal.reply.v1.poisontest";
+let metricsPort: number;
 
 beforeAll(async () => {
   pipeline = await startPipeline();
@@ -24,7 +26,11 @@ beforeAll(async () => {
       received.push(...fromBinary(WorkResultsSchema, msg.data).results);
     },
   });
-  await pipeline.startWorker("poisoned", { SHOAL_MAX_DELIVER: "3" });
+  metricsPort = await freePort();
+  await pipeline.startWorker("poisoned", {
+    SHOAL_MAX_DELIVER: "3",
+    SHOAL_METRICS_PORT: String(metricsPort),
+  });
 });
 
 afterAll(async () => {
@@ -103,4 +109,15 @@ it("answers a poison item with its cause after max deliveries and dead-letters i
     fromBinary(WorkBundleSchema, dead?.data ?? new Uint8Array()).items.map((i) => i.requestId),
   ).toEqual(["poison-1"]);
   expect(received.filter((r) => r.requestId === "poison-1")).toHaveLength(1);
+});
+
+it("counts what it dead-lettered, and why, in its metrics", async () => {
+  const samples = await scrapeMetrics(metricsPort);
+  const model = 'model="all-minilm-l6-v2"';
+  expect(
+    samples.get(`shoal_worker_dead_lettered_messages_total{${model},reason="malformed"}`),
+  ).toBe(1);
+  expect(samples.get(`shoal_worker_dead_lettered_messages_total{${model},reason="gave_up"}`)).toBe(
+    1,
+  );
 });
