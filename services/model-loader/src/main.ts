@@ -31,6 +31,7 @@ try {
     port: envInt(env, "SHOAL_LOADER_PORT"),
     host: envOptional(env, "SHOAL_HOST"),
     modelSources: { env },
+    metrics: booted.metrics,
     logger: booted.logger,
   });
   exitOnSignal(() => loader.stop(), booted);

@@ -18,6 +18,7 @@ import {
 } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import { DemandMeter } from "./demand-meter.js";
+import type { LoaderLoadOutcome, LoaderMetrics, LoaderUnloadReason } from "./loader-metrics.js";
 import type { ModelFetcher } from "./fetcher.js";
 import type { ResidencyKv } from "./residency-kv.js";
 import type { WorkerRegistry } from "./worker-registry.js";
@@ -35,6 +36,8 @@ export interface ModelLoaderDeps {
   readonly failureCooldownMs: number;
   /** Longest a worker may take to answer a `load` (fetching excluded). */
   readonly controlTimeoutMs: number;
+  /** Decisions and outcomes are counted here; none recorded without. */
+  readonly metrics?: LoaderMetrics | undefined;
   readonly logger: Logger;
 }
 
@@ -127,9 +130,27 @@ export class ModelLoader {
         workers: this.#d.registry.memory(),
       };
       for (const action of planResidency(snapshot, this.#d.policy)) this.#start(action);
+      this.#d.metrics?.round("ok");
     } catch (err) {
+      this.#d.metrics?.round("failed");
       this.#d.logger.error({ err }, "placement round failed");
     }
+  }
+
+  /** Resident copies per model key, across this node's workers. */
+  copies(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const w of this.#d.registry.all()) {
+      for (const [model, replica] of w.replicas) {
+        if (replica.state === "resident") out.set(model, (out.get(model) ?? 0) + 1);
+      }
+    }
+    return out;
+  }
+
+  /** Models left alone until their cooldown ends (a failed load, or no room anywhere). */
+  blocked(now = performance.now()): string[] {
+    return [...this.#blockedUntil].filter(([, until]) => until > now).map(([model]) => model);
   }
 
   /** Work items in the stream per model key, in flight ones included (one API call). */
@@ -181,8 +202,10 @@ export class ModelLoader {
     worker.busy = true;
     const run =
       action.kind === "load"
-        ? this.#load(entry, action.worker, action.evict)
-        : this.#unload(entry, action.worker, action.reason);
+        ? this.#load(entry, action.worker, action.evict).then((outcome) => {
+            if (outcome !== undefined) this.#d.metrics?.loaded(entry.key, action.reason, outcome);
+          })
+        : this.#unload(entry, action.worker, "idle_copy");
     const running: Promise<void> = run
       .catch((err: unknown) => {
         this.#d.logger.error({ err, model: entry.id, worker: action.worker }, "action failed");
@@ -195,10 +218,15 @@ export class ModelLoader {
     this.#actions.add(running);
   }
 
-  async #load(entry: ModelEntry, workerId: string, evict: readonly string[]): Promise<void> {
+  /** Fetches and loads `entry` on `workerId`; resolves with how it ended (none if never begun). */
+  async #load(
+    entry: ModelEntry,
+    workerId: string,
+    evict: readonly string[],
+  ): Promise<LoaderLoadOutcome | undefined> {
     const log = this.#d.logger.child({ model: entry.id, worker: workerId });
     const worker = this.#d.registry.get(workerId);
-    if (worker === undefined) return;
+    if (worker === undefined) return undefined;
     const expected = this.#learnedBytes.get(entry.key) ?? expectedBytes(entry);
     this.#setReplica(workerId, entry.key, "loading", expected);
     try {
@@ -216,7 +244,7 @@ export class ModelLoader {
     } catch (err) {
       this.#dropReplica(workerId, entry.key);
       this.#block(entry, "failed", (err as Error).message);
-      return;
+      return "fetch_failed";
     }
     for (const victim of evict) {
       const victimEntry = this.#d.catalog.byKey(victim);
@@ -227,7 +255,7 @@ export class ModelLoader {
     if (reply === "unreachable") {
       // The worker is gone or hung, not the model at fault: placed elsewhere next round.
       this.#dropReplica(workerId, entry.key);
-      return;
+      return "worker_unreachable";
     }
     if (reply.ok) {
       const bytes = reply.memoryBytes ?? expected;
@@ -242,7 +270,7 @@ export class ModelLoader {
         { memory_bytes: bytes, load_ms: Math.round(loadMs), evicted: evict },
         "model loaded",
       );
-      return;
+      return "ok";
     }
     this.#dropReplica(workerId, entry.key);
     if (reply.code === "oom") {
@@ -255,17 +283,18 @@ export class ModelLoader {
           { memory_bytes: measured, message: reply.message },
           "out of memory; evicting and retrying once",
         );
-        return;
+        return "oom";
       }
       this.#block(entry, "unplaceable", verdict.message);
-      return;
+      return "oom";
     }
-    if (reply.code === "busy") return;
+    if (reply.code === "busy") return "worker_busy";
     this.#failures.failed(entry.key, "failed", reply.message);
     this.#block(entry, "failed", reply.message);
+    return "failed";
   }
 
-  async #unload(entry: ModelEntry, workerId: string, reason: string): Promise<void> {
+  async #unload(entry: ModelEntry, workerId: string, reason: LoaderUnloadReason): Promise<void> {
     const worker = this.#d.registry.get(workerId);
     const replica = worker?.replicas.get(entry.key);
     if (replica === undefined) return;
@@ -279,6 +308,7 @@ export class ModelLoader {
     }
     this.#dropReplica(workerId, entry.key);
     this.#churn.evicted(entry.key, performance.now());
+    this.#d.metrics?.unloaded(entry.key, reason);
     this.#d.logger.info({ model: entry.id, worker: workerId, reason }, "model unloaded");
   }
 

@@ -21,10 +21,12 @@ import {
   type ResidencyPolicyOptions,
 } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
+import type { Registry } from "prom-client";
 import { handleApi } from "./api.js";
 import { ModelFetcher } from "./fetcher.js";
 import { ModelLoader } from "./model-loader.js";
 import { ResidencyKv } from "./residency-kv.js";
+import { LoaderMetrics } from "./loader-metrics.js";
 import { WorkerRegistry } from "./worker-registry.js";
 
 export interface ModelLoaderOptions {
@@ -51,6 +53,8 @@ export interface ModelLoaderOptions {
   readonly stream?: WorkStreamOptions;
   /** How missing weights are fetched (hub token, pip mirror, progress…). */
   readonly modelSources?: EnsureModelOptions;
+  /** Where the loader registers its metrics (`booted.metrics`); none are kept without. */
+  readonly metrics?: Registry;
   readonly logger: Logger;
 }
 
@@ -85,7 +89,16 @@ export async function run(options: ModelLoaderOptions): Promise<RunningModelLoad
   }
   const kv = await ResidencyKv.open(nc, options.node, logger);
   const registry = new WorkerRegistry(options.workerTimeoutMs ?? 3 * heartbeatMs, 2 * heartbeatMs);
-  const loader = new ModelLoader({
+  // Read when scraped, so after the loader below exists.
+  const metrics =
+    options.metrics === undefined
+      ? undefined
+      : new LoaderMetrics(options.metrics, {
+          copies: () => loader.copies(),
+          blocked: () => loader.blocked(),
+          workers: () => registry.all().length,
+        });
+  const loader: ModelLoader = new ModelLoader({
     nc,
     jsm,
     stream,
@@ -96,6 +109,7 @@ export async function run(options: ModelLoaderOptions): Promise<RunningModelLoad
     policy: compileResidencyPolicyOptions(options.policy),
     failureCooldownMs: options.failureCooldownMs ?? 60_000,
     controlTimeoutMs: options.loadTimeoutMs ?? 600_000,
+    metrics,
     logger,
   });
 

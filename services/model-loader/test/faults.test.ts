@@ -8,7 +8,7 @@ import {
   encodeControl,
   heartbeatSubject,
 } from "@shoal/residency";
-import { shoalHome, minilmDir, tempDir } from "@shoal/testing";
+import { minilmDir, scrapeMetrics, shoalHome, tempDir } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MB, NODE, simModel, startSimNode, type SimNode } from "./sim-node.js";
 
@@ -141,6 +141,23 @@ it("reports bad sources, checksum mismatches, oversized and refused models, and 
   }
   const record = await node.kv.get("model.corrupt");
   expect(record?.operation).toBe("PUT");
+
+  // The loader's metrics say the same: which loads failed how, and what it leaves alone now.
+  const metrics = await scrapeMetrics(node.loaderMetricsPort);
+  const loads = (model: string, outcome: string) =>
+    [...metrics.entries()]
+      .filter(([k]) => k.startsWith(`shoal_loader_loads_total{model="${model}",`))
+      .filter(([k]) => k.endsWith(`outcome="${outcome}"}`))
+      .reduce((n, [, v]) => n + v, 0);
+  // A directory that does not parse fails its check before any worker is asked.
+  expect(loads("corrupt", "fetch_failed")).toBeGreaterThanOrEqual(1);
+  expect(loads("refused", "failed")).toBeGreaterThanOrEqual(1);
+  expect(loads("checksum", "fetch_failed")).toBeGreaterThanOrEqual(1);
+  expect(loads("missing", "fetch_failed")).toBeGreaterThanOrEqual(1);
+  for (const bad of ["corrupt", "checksum", "huge", "refused", "missing"]) {
+    expect(metrics.get(`shoal_loader_blocked_models{model="${bad}"}`), bad).toBe(1);
+  }
+  expect(metrics.has('shoal_loader_blocked_models{model="pin"}')).toBe(false);
 }, 300_000);
 
 it("answers hostile control requests with typed errors and ignores garbage heartbeats", async () => {
@@ -189,4 +206,12 @@ it("evicts and retries once after an out-of-memory load, then reports a model th
     expect.objectContaining({ state: "resident" }),
   ]);
   expect(await embed("pin", "still here")).toHaveLength(1);
+  // Counted as it happened: out-of-memory loads, and a copy evicted to make room.
+  const metrics = await scrapeMetrics(node.loaderMetricsPort);
+  const sum = (prefix: string) =>
+    [...metrics.entries()].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
+  expect(sum('shoal_loader_loads_total{model="liar",reason="demand",outcome="oom"')).toBe(1);
+  expect(sum('shoal_loader_loads_total{model="liar",reason="demand",outcome="ok"')).toBe(1);
+  expect(sum('shoal_loader_loads_total{model="bloated",reason="demand",outcome="oom"')).toBe(1);
+  expect(sum("shoal_loader_unloads_total{")).toBeGreaterThanOrEqual(1);
 }, 300_000);

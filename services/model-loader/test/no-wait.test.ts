@@ -59,6 +59,13 @@ it("answers a no-wait request for a model with no resident copy at once, and loa
     expect(samples.get(`shoal_worker_model_load_seconds_count{model="${key}"}`)).toBe(1);
   }
   expect(samples.get('shoal_worker_model_load_seconds_sum{model="cold"}')).toBeGreaterThan(0);
+  // And the loader counted why it loaded each, and what is resident now.
+  const loader = await scrapeMetrics(node.loaderMetricsPort);
+  expect(loader.get('shoal_loader_loads_total{model="hot",reason="pinned",outcome="ok"}')).toBe(1);
+  expect(loader.get('shoal_loader_loads_total{model="cold",reason="demand",outcome="ok"}')).toBe(1);
+  expect(loader.get('shoal_loader_resident_copies{model="cold"}')).toBe(1);
+  expect(loader.get("shoal_loader_workers")).toBe(1);
+  expect(loader.get('shoal_loader_placement_rounds_total{outcome="ok"}')).toBeGreaterThan(0);
 }, 120_000);
 
 it("lets a request that may wait wait for the load it triggers", async () => {

@@ -9,7 +9,7 @@ import { compileCatalog, type Catalog } from "@shoal/config";
 import { Gateway, StreamGateway } from "@shoal/gateway";
 import type { EnsureModelOptions } from "@shoal/model-sources";
 import { RESIDENCY_BUCKET, ResidencyView, type ResidencyPolicyOptions } from "@shoal/residency";
-import { createLogger } from "@shoal/telemetry";
+import { createLogger, createMetricsRegistry, serveMetrics } from "@shoal/telemetry";
 import {
   freePort,
   minilmDir,
@@ -57,6 +57,8 @@ export interface SimNode {
   readonly workers: ServiceHandle[];
   /** Each worker's metrics port, in `workers` order. */
   readonly metricsPorts: readonly number[];
+  /** The model-loader's metrics port. */
+  readonly loaderMetricsPort: number;
   api(path: string): Promise<{ status: number; body: Record<string, unknown> }>;
   stop(): Promise<void>;
 }
@@ -81,7 +83,10 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
   const nats = await startNatsServer();
   const nc = await connect({ servers: nats.url });
   const logger = createLogger({ service: "test", level: "warn" });
+  const loaderRegistry = createMetricsRegistry();
+  const loaderMetrics = await serveMetrics({ registry: loaderRegistry, port: 0, logger });
   const loader = await run({
+    metrics: loaderRegistry,
     natsServers: nats.url,
     catalog,
     node: NODE,
@@ -155,6 +160,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
     kv,
     workers,
     metricsPorts,
+    loaderMetricsPort: loaderMetrics.port,
     async api(path) {
       const res = await fetch(`http://127.0.0.1:${loader.port}${path}`);
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -162,6 +168,7 @@ export async function startSimNode(options: SimNodeOptions): Promise<SimNode> {
     async stop() {
       // The loader first: workers going away one by one would otherwise make it re-place models.
       await loader.stop();
+      await loaderMetrics.close();
       for (const w of workers) await w.stop();
       await gateway.close();
       streams.close();
