@@ -3,6 +3,11 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { freePort, repoRoot, tempDir } from "@shoal/testing";
 import { expect, it } from "vitest";
+import {
+  exportedMetricNames,
+  monitoringExpressions,
+  unexportedReferences,
+} from "../check/monitoring-metrics.js";
 
 // `npm start` as a user runs it: the real script brings the whole cluster up, answers an
 // embedding, and a SIGINT takes every process it started down with it. The signal goes to the
@@ -40,6 +45,7 @@ it("starts the cluster, serves an embedding, and leaves no process behind on SIG
     SHOAL_REGISTRY_PORT: String(await freePort()),
     SHOAL_INGRESS_METRICS_PORT: String(await freePort()),
     SHOAL_WORKER_METRICS_PORT: String(await freePort()),
+    SHOAL_LOADER_METRICS_PORT: String(await freePort()),
     SHOAL_CLUSTER_DIR: join(await tempDir("up-sh"), "cluster"),
   };
   // Its own process group, like a shell's foreground job.
@@ -76,6 +82,14 @@ it("starts the cluster, serves an embedding, and leaves no process behind on SIG
     );
     const workerMetrics = await scrape(Number(env.SHOAL_WORKER_METRICS_PORT));
     expect(workerMetrics).toMatch(/^shoal_worker_batch_inputs_sum\{model="all-minilm-l6-v2"\} 2$/m);
+    const loaderMetrics = await scrape(Number(env.SHOAL_LOADER_METRICS_PORT));
+    expect(loaderMetrics).toContain('shoal_loader_resident_copies{model="all-minilm-l6-v2"} 1');
+    // Every dashboard panel and alert rule in deploy/ reads metrics these services export.
+    const exported = new Set(
+      [ingressMetrics, workerMetrics, loaderMetrics].flatMap((m) => [...exportedMetricNames(m)]),
+    );
+    const expressions = await monitoringExpressions(join(repoRoot(), "deploy"));
+    expect(unexportedReferences(expressions, exported)).toEqual([]);
     // Everything it started is in its group: nats-server, five services, the sidecar.
     expect(processesIn(group).length).toBeGreaterThanOrEqual(8);
   } finally {
