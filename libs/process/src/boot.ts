@@ -4,7 +4,9 @@ import type { Registry } from "prom-client";
 import {
   createLogger,
   createMetricsRegistry,
+  reportToSupervisor,
   serveMetrics,
+  supervisedMetrics,
   startTracing,
   type Logger,
   type MetricsServer,
@@ -57,13 +59,15 @@ export function bootService(service: string, env: Env): Booted {
     level: (env["LOG_LEVEL"] ?? "info") as LevelWithSilent,
   });
   const port = envInt(env, "SHOAL_METRICS_PORT");
-  // Replicas of one service would all claim the port; their supervisor does not serve either.
-  const metrics = port === undefined || cluster.isWorker ? undefined : createMetricsRegistry();
+  const metrics = port === undefined ? undefined : createMetricsRegistry();
+  // Replicas of one service cannot all claim the port: each keeps its metrics, and their
+  // supervisor serves the sum.
+  if (metrics !== undefined && cluster.isWorker) reportToSupervisor(metrics);
   const metricsServer =
-    port === undefined || metrics === undefined
+    port === undefined || metrics === undefined || cluster.isWorker
       ? undefined
       : serveMetrics({
-          registry: metrics,
+          registry: supervisedMetrics(metrics),
           port,
           host: envOptional(env, "SHOAL_METRICS_HOST"),
           logger,

@@ -13,5 +13,7 @@ export { natsHeaderCarrier } from "./nats-carrier.js";
 export { traceFieldsCarrier, type TraceFields } from "./trace-fields.js";
 export { wallClockUs } from "./clock.js";
 export { createMetricsRegistry, serveMetrics } from "./metrics.js";
+export { reportToSupervisor, supervisedMetrics } from "./cluster-metrics.js";
+export type { MetricsSource } from "./cluster-metrics.js";
 export { perScrape } from "./per-scrape.js";
 export type { MetricsServer, MetricsServerOptions } from "./metrics.js";

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { collectDefaultMetrics, Registry } from "prom-client";
+import type { MetricsSource } from "./cluster-metrics.js";
 import type { Logger } from "./logger.js";
 
 /**
@@ -14,7 +15,8 @@ export function createMetricsRegistry(): Registry {
 }
 
 export interface MetricsServerOptions {
-  readonly registry: Registry;
+  /** A registry, or another source such as {@link supervisedMetrics}. */
+  readonly registry: MetricsSource;
   /** 0 picks a free port. */
   readonly port: number;
   /** @default "127.0.0.1" */
@@ -65,7 +67,7 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
 }
 
 async function answer(
-  registry: Registry,
+  registry: MetricsSource,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {

@@ -27,6 +27,8 @@ export function registerQueueMetrics(
       help,
       labelNames: ["model"],
       registers: [registry],
+      // Every replica of ingress reads the same consumer: their figures are one, not a sum.
+      aggregator: "max",
       async collect() {
         this.reset();
         for (const [model, info] of await consumers()) this.set({ model }, value(info));
@@ -54,6 +56,7 @@ export function registerQueueMetrics(
     help: "Age of a model's oldest unfinished work message (queued or held by a worker); no sample when none is.",
     labelNames: ["model"],
     registers: [registry],
+    aggregator: "max",
     async collect() {
       this.reset();
       const now = Date.now();

@@ -4,6 +4,7 @@ import { request, Agent } from "node:http";
 import { join } from "node:path";
 import {
   freePort,
+  scrapeMetrics,
   sidecarBinary,
   simEmbeddingEntry,
   startNatsServer,
@@ -23,6 +24,7 @@ let nats: NatsServerHandle;
 let worker: ServiceHandle;
 let ingress: ServiceHandle;
 let port: number;
+let metricsPort: number;
 
 beforeAll(async () => {
   const dir = await tempDir("replicas");
@@ -40,8 +42,14 @@ beforeAll(async () => {
     readyMessage: "worker pulling",
   });
   port = await freePort();
+  metricsPort = await freePort();
   ingress = await startService("ingress", {
-    env: { ...common, SHOAL_PORT: String(port), SHOAL_INGRESS_PROCESSES: "2" },
+    env: {
+      ...common,
+      SHOAL_PORT: String(port),
+      SHOAL_INGRESS_PROCESSES: "2",
+      SHOAL_METRICS_PORT: String(metricsPort),
+    },
     readyMessage: "ingress listening",
   });
   // The ready line is the first replica's; connections go only to replicas that listen, so
@@ -125,6 +133,14 @@ it("answers on one port from every replica, each with its own reply subject", as
   // Connections are handed to the replicas in turn: forty of them reach both, and an answer
   // that went to the wrong replica's subject would never arrive.
   await allAnswered(40);
+  // The supervisor serves its replicas' metrics summed: every request counted once, by the
+  // replica that answered it.
+  const samples = await scrapeMetrics(metricsPort);
+  expect(
+    samples.get(`shoal_ingress_requests_total{route="embeddings",model="${MODEL}",outcome="ok"}`),
+  ).toBe(40);
+  expect(samples.get('shoal_queue_arrivals_total{model="replicas",bucket="16"}')).toBe(40);
+  expect(samples.get("process_cpu_seconds_total")).toBeGreaterThan(0);
 });
 
 it("replaces a replica that dies, and answers as before once it has", async () => {
