@@ -1,3 +1,4 @@
+import type { Catalog } from "@shoal/config";
 import type { RequestTimings } from "@shoal/gateway";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
@@ -9,10 +10,14 @@ const SECONDS_BUCKETS = [
 /** The phases of `Server-Timing`, as the answers' timings carry them. */
 type Phase = "annotate" | "queue" | "batch" | "compute";
 
+/** The `model` label of a request whose model is not in the catalog, or that names none. */
+export const UNKNOWN_MODEL = "unknown";
+
 /**
- * Ingress's request metrics. Labels stay bounded: `route` is one of the API's routes or RPCs,
- * `model` a catalog model (requests for a model the catalog lacks are refused before they are
- * counted here), `outcome` `ok` or the error kind.
+ * Ingress's request metrics. Labels stay bounded: `route` is one of the API's routes or RPCs
+ * (`unknown` for a path that is none), `model` a catalog model id (an adapter's requests count
+ * under their base model; any name the catalog lacks, and requests refused before a model was
+ * read, under `unknown`), `outcome` `ok` or the error kind.
  */
 export class IngressMetrics {
   readonly #requests: Counter<"route" | "model" | "outcome">;
@@ -21,8 +26,10 @@ export class IngressMetrics {
   readonly #inFlight: Gauge<"route">;
   /** By route and model: the catalog's models times the API's routes, a bounded set. */
   readonly #series = new Map<string, Series>();
+  readonly #models: ReadonlySet<string>;
 
-  constructor(registry: Registry) {
+  constructor(registry: Registry, catalog: Catalog) {
+    this.#models = new Set(catalog.models.map((m) => m.id));
     const registers = [registry];
     this.#requests = new Counter({
       name: "shoal_ingress_requests_total",
@@ -55,9 +62,10 @@ export class IngressMetrics {
   /** Marks a request started; the returned function records how it ended. */
   start(
     route: string,
-    model: string,
+    requested: string,
   ): (outcome: string, timings: RequestTimings | undefined) => void {
     const started = performance.now();
+    const model = this.#modelLabel(requested);
     const series = this.#seriesOf(route, model);
     series.inFlight.inc();
     return (outcome, timings) => {
@@ -70,6 +78,21 @@ export class IngressMetrics {
       series.batch.observe(timings.batchUs / 1e6);
       series.compute.observe(timings.computeUs / 1e6);
     };
+  }
+
+  /**
+   * A request refused before it was served (malformed, too large, an unknown route, method or
+   * model): counted once, under `unknown` for its model.
+   */
+  refused(route: string, outcome: string): void {
+    this.#requests.inc({ route, model: UNKNOWN_MODEL, outcome });
+  }
+
+  /** `requested` when the catalog has it, its base model for `base:adapter`, else `unknown`. */
+  #modelLabel(requested: string): string {
+    if (this.#models.has(requested)) return requested;
+    const base = requested.slice(0, requested.indexOf(":"));
+    return this.#models.has(base) ? base : UNKNOWN_MODEL;
   }
 
   /**

@@ -96,7 +96,8 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   });
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);
-  const metrics = options.metrics === undefined ? undefined : new IngressMetrics(options.metrics);
+  const metrics =
+    options.metrics === undefined ? undefined : new IngressMetrics(options.metrics, catalog);
   const arrivals =
     options.metrics === undefined
       ? undefined

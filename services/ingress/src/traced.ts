@@ -37,10 +37,23 @@ export async function traced<T>(
   } catch (err) {
     span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
     done?.(asRequestError(err).kind, undefined);
+    if (typeof err === "object" && err !== null) counted.add(err);
     throw err;
   } finally {
     span.end();
   }
+}
+
+/** Errors already counted by {@link traced}, so the handler that answers them does not again. */
+const counted = new WeakSet<object>();
+
+/**
+ * Counts a request refused before it reached {@link traced} (malformed, too large, an unknown
+ * route or model), unless `err` came out of it already counted.
+ */
+export function countRefused(edge: Edge, route: string, err: unknown): void {
+  if (typeof err === "object" && err !== null && counted.has(err)) return;
+  edge.metrics?.refused(route, asRequestError(err).kind);
 }
 
 /** The phases of an answer that carries them (embeddings, scores, entities). */

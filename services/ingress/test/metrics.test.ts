@@ -73,6 +73,40 @@ it("counts each request once under its route, model and outcome, with its phases
   expect(at('shoal_queue_arrivals_total{model="all-minilm-l6-v2",bucket="256"}')).toBe(1);
 });
 
+it("counts refused requests once each, and never a client's model name the catalog lacks", async () => {
+  const post = (path: string, body: string, method = "POST") =>
+    fetch(`${cluster.baseUrl}${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      ...(method === "GET" ? {} : { body }),
+    });
+  expect((await post("/v1/embeddings", '{"model": ')).status).toBe(400);
+  expect((await embed({ model: "no/such-model-1", input: ["x"] })).status).toBe(404);
+  expect((await embed({ model: "no/such-model-2", input: ["x"] })).status).toBe(404);
+  expect((await post("/v1/nowhere", "{}")).status).toBe(404);
+  expect((await post("/v1/embeddings", "", "GET")).status).toBe(405);
+  const client = createClient(InferenceService, createGrpcTransport({ baseUrl: cluster.baseUrl }));
+  await expect(client.embed({ model: "no/such-model-3", inputs: ["x"] })).rejects.toThrow();
+
+  const samples = await scrapeMetrics(metrics.port);
+  const at = (labels: string) => samples.get(labels) ?? 0;
+  const unknown = 'model="unknown"';
+  expect(
+    at(`shoal_ingress_requests_total{route="embeddings",${unknown},outcome="invalid_argument"}`),
+  ).toBe(1);
+  expect(
+    at(`shoal_ingress_requests_total{route="embeddings",${unknown},outcome="not_found"}`),
+  ).toBe(2);
+  expect(at(`shoal_ingress_requests_total{route="unknown",${unknown},outcome="not_found"}`)).toBe(
+    1,
+  );
+  expect(
+    at(`shoal_ingress_requests_total{route="embeddings",${unknown},outcome="method_not_allowed"}`),
+  ).toBe(1);
+  expect(at(`shoal_ingress_requests_total{route="Embed",${unknown},outcome="not_found"}`)).toBe(1);
+  expect([...samples.keys()].some((k) => k.includes("no/such-model"))).toBe(false);
+});
+
 it("shows the queue growing while the worker is paused, and draining after", async () => {
   const model = 'model="all-minilm-l6-v2"';
   const queued = async () => {

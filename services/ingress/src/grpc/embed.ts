@@ -9,7 +9,7 @@ import { callOptions } from "../connect/call-options.js";
 import { embedResponse } from "../connect/embed-response.js";
 import { asRequestError, protocolError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
-import { traced } from "../traced.js";
+import { countRefused, traced } from "../traced.js";
 import { ENVELOPE_BYTES, envelope, grpcMessage, grpcTimeoutMs, unaryMessage } from "./wire.js";
 import type { IngressMetrics } from "../metrics.js";
 
@@ -92,6 +92,7 @@ export async function serveGrpcEmbed(
       message,
     );
   } catch (err) {
+    countRefused(gc, "Embed", err);
     const error = asRequestError(err);
     if (error.kind === "internal") gc.logger.error({ err }, "Embed failed");
     const code: Code = protocolError(error).connect;

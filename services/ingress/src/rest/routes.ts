@@ -3,7 +3,7 @@ import { ModelNotFoundError, type Gateway, type StreamGateway } from "@shoal/gat
 import type { Logger } from "@shoal/telemetry";
 import { asRequestError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
-import { traced } from "../traced.js";
+import { countRefused, traced } from "../traced.js";
 import { readRequest, type HttpRequest } from "./body.js";
 import { chatCompletions, completions } from "./generation-routes.js";
 import { extractRoute, rerankRoute } from "./heads-routes.js";
@@ -48,10 +48,12 @@ export async function handleRest(
 ): Promise<void> {
   const path = (req.url ?? "/").split("?")[0] ?? "/";
   const methods = ROUTES[path];
+  const route = methods === undefined ? "unknown" : path.slice("/v1/".length).replaceAll("/", "_");
   try {
     if (methods === undefined) throw new NotFoundRoute(path);
     const handler = methods[req.method ?? ""];
     if (handler === undefined) {
+      rc.metrics?.refused(route, "method_not_allowed");
       sendBody(
         res,
         405,
@@ -65,9 +67,11 @@ export async function handleRest(
     await handler(req, res, rc);
   } catch (err) {
     if (err instanceof NotFoundRoute) {
+      rc.metrics?.refused(route, "not_found");
       sendBody(res, 404, errorBody(err.message, "invalid_request_error"));
       return;
     }
+    countRefused(rc, route, err);
     const error = asRequestError(err);
     if (error.kind === "internal") rc.logger.error({ err, path }, "request failed");
     if (error.kind === "payload_too_large" && req.httpVersionMajor === 1) {
