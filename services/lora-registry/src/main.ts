@@ -26,6 +26,7 @@ try {
     maxConcurrentUploads: envInt(env, "SHOAL_REGISTRY_MAX_UPLOADS"),
     storeMaxBytes: envInt(env, "SHOAL_REGISTRY_STORE_MAX_BYTES"),
     modelSources: { env },
+    metrics: booted.metrics,
     logger: booted.logger,
   });
   exitOnSignal(() => registry.stop(), booted);

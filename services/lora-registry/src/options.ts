@@ -2,6 +2,7 @@ import type { Catalog } from "@shoal/config";
 import { ConfigError, intInRange } from "@shoal/config";
 import type { EnsureModelOptions } from "@shoal/model-sources";
 import type { Logger } from "@shoal/telemetry";
+import type { Registry } from "prom-client";
 
 export interface LoraRegistryOptions {
   readonly natsServers: string | readonly string[];
@@ -37,6 +38,8 @@ export interface LoraRegistryOptions {
   readonly shutdownGraceMs?: number;
   /** How base models are fetched to read their shape (hub token, pip mirror…). */
   readonly modelSources?: EnsureModelOptions;
+  /** Where the registry registers its metrics (`booted.metrics`); none are kept without. */
+  readonly metrics?: Registry | undefined;
   readonly logger: Logger;
 }
 

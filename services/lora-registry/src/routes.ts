@@ -17,6 +17,7 @@ import type { Catalog, ModelEntry } from "@shoal/config";
 import { isModelSourceError } from "@shoal/model-sources";
 import type { Logger } from "@shoal/telemetry";
 import type { BaseShapes } from "./base-shapes.js";
+import type { RegistryMetrics } from "./registry-metrics.js";
 import { BadRequestError, NotFoundError, UnavailableError } from "./errors.js";
 import type { CompiledRegistryOptions } from "./options.js";
 import { sendJson } from "./respond.js";
@@ -37,6 +38,7 @@ export interface RegistryDeps {
   readonly healthy: () => boolean;
   /** Bound to the request (`request_id`); tenants are added as they are known. */
   readonly logger: (context: RouteContext) => Logger;
+  readonly metrics?: RegistryMetrics | undefined;
 }
 
 /**
@@ -122,6 +124,7 @@ async function publish(deps: RegistryDeps, context: RouteContext): Promise<void>
       { version: published.version.version, rank: summary.rank, bytes: files.weights.byteLength },
       "adapter published",
     );
+    deps.metrics?.published(files.weights.byteLength + files.config.byteLength);
     sendJson(
       res,
       201,

@@ -9,6 +9,7 @@ import { toHttpError } from "./error-table.js";
 import { UnavailableError } from "./errors.js";
 import { compileRegistryOptions, type LoraRegistryOptions } from "./options.js";
 import { sendError } from "./respond.js";
+import { RegistryMetrics } from "./registry-metrics.js";
 import { Router } from "./router.js";
 import { routes } from "./routes.js";
 import { Tenants } from "./tenants.js";
@@ -42,31 +43,39 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
   const tenants = new Tenants(compiled.tokens);
   let stopping = false;
 
+  const uploads = new UploadSlots(compiled.maxConcurrentUploads);
+  const metrics =
+    options.metrics === undefined
+      ? undefined
+      : new RegistryMetrics(options.metrics, () => uploads.active);
   const router = routes(new Router(), {
     catalog: options.catalog,
     store,
     tenants,
     shapes: new BaseShapes(compileEnsureModelOptions({ logger, ...options.modelSources })),
-    uploads: new UploadSlots(compiled.maxConcurrentUploads),
+    uploads,
     options: compiled,
     healthy: () => !stopping && !nc.isClosed(),
     logger: ({ req }) => logger.child({ request_id: requestId(req) }),
+    metrics,
   });
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
     res.once("finish", () => {
+      const path = new URL(req.url ?? "/", "http://registry").pathname;
       // Paths and statuses only: tokens travel in a header that is never logged.
       logger.info(
         {
           request_id: requestId(req),
           method: req.method,
-          path: new URL(req.url ?? "/", "http://registry").pathname,
+          path,
           status: res.statusCode,
           ms: Math.round(performance.now() - started),
         },
         "request",
       );
+      metrics?.answered(req.method, path, res.statusCode);
     });
     const respond = async (): Promise<void> => {
       if (stopping && req.url !== "/healthz") {

@@ -1,7 +1,9 @@
 import { writeFile } from "node:fs/promises";
+import { request } from "node:http";
 import { join } from "node:path";
 import {
   freePort,
+  scrapeMetrics,
   smollm2CatalogDocument,
   startNatsServer,
   startService,
@@ -15,6 +17,7 @@ import { ACME, adapterArchive, SMOLLM2_ID, SMOLLM2_KEY, TOKENS } from "./support
 let nats: NatsServerHandle;
 let service: ServiceHandle;
 let url: string;
+let metricsPort: number;
 
 beforeAll(async () => {
   nats = await startNatsServer();
@@ -23,6 +26,7 @@ beforeAll(async () => {
   await writeFile(join(dir, "tokens.json"), JSON.stringify(TOKENS));
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
+  metricsPort = await freePort();
   service = await startService("lora-registry", {
     env: {
       NATS_URL: nats.url,
@@ -32,6 +36,7 @@ beforeAll(async () => {
       SHOAL_REGISTRY_TOKENS_FILE: join(dir, "tokens.json"),
       SHOAL_REGISTRY_MAX_UPLOAD_BYTES: String(8 * 1024 * 1024),
       SHOAL_REGISTRY_MAX_RANK: "4",
+      SHOAL_METRICS_PORT: String(metricsPort),
     },
     readyMessage: "lora registry listening",
   });
@@ -49,6 +54,28 @@ const put = (body: Buffer, token?: string) =>
     headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
   });
 
+/** The status of an upload that declares `bytes` and waits for `100 Continue` to send them. */
+function declaredPut(bytes: number, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/adapters/${SMOLLM2_KEY}/from-main`, {
+      method: "PUT",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-length": String(bytes),
+        expect: "100-continue",
+      },
+    });
+    req.on("continue", () => req.end(Buffer.alloc(bytes)));
+    req.on("response", (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+      req.destroy();
+    });
+    req.on("error", reject);
+    req.flushHeaders();
+  });
+}
+
 describe("the lora-registry process", () => {
   it("reads its settings from the environment", async () => {
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
@@ -65,8 +92,18 @@ describe("the lora-registry process", () => {
     const created = await put(await adapterArchive({ rank: 4 }), ACME);
     expect(created.status).toBe(201);
     expect(((await created.json()) as { model: string }).model).toBe(`${SMOLLM2_ID}:from-main@1`);
-    // SHOAL_REGISTRY_MAX_UPLOAD_BYTES=8 MiB, refused from the declared length.
-    expect((await put(Buffer.alloc(8 * 1024 * 1024 + 1), ACME)).status).toBe(413);
+    // SHOAL_REGISTRY_MAX_UPLOAD_BYTES=8 MiB, refused from the declared length before the body
+    // is sent (a client that sent it anyway could see the closed connection before the 413).
+    expect(await declaredPut(8 * 1024 * 1024 + 1, ACME)).toBe(413);
+
+    // SHOAL_METRICS_PORT: each request counted by operation and status, no names as labels.
+    const samples = await scrapeMetrics(metricsPort);
+    const uploads = (status: number) =>
+      samples.get(`shoal_registry_requests_total{operation="upload",status="${status}"}`);
+    expect([uploads(401), uploads(400), uploads(201), uploads(413)]).toEqual([1, 1, 1, 1]);
+    expect(samples.get('shoal_registry_requests_total{operation="health",status="200"}')).toBe(1);
+    expect(samples.get("shoal_registry_published_adapter_bytes_count")).toBe(1);
+    expect(samples.get("shoal_registry_uploads_in_progress")).toBe(0);
   });
 
   it("logs JSON lines without tokens, and stops cleanly on SIGTERM", async () => {
