@@ -9,9 +9,11 @@
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
 # README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090), the adapter
-# registry's on SHOAL_REGISTRY_PORT (8091); Prometheus metrics of ingress, the worker and the
-# model-loader on SHOAL_INGRESS_METRICS_PORT (9400), SHOAL_WORKER_METRICS_PORT (9401) and
-# SHOAL_LOADER_METRICS_PORT (9402). Logs, the JetStream store and the sidecar's socket go
+# registry's on SHOAL_REGISTRY_PORT (8091); Prometheus metrics of ingress, the worker, the
+# model-loader, the registry and the blob offloader on SHOAL_INGRESS_METRICS_PORT (9400),
+# SHOAL_WORKER_METRICS_PORT (9401), SHOAL_LOADER_METRICS_PORT (9402),
+# SHOAL_REGISTRY_METRICS_PORT (9403) and SHOAL_OFFLOADER_METRICS_PORT (9404). Logs, the
+# JetStream store and the sidecar's socket go
 # under SHOAL_CLUSTER_DIR ($SHOAL_HOME/cluster).
 set -euo pipefail
 
@@ -78,10 +80,12 @@ wait_for() { # what seconds command...
 
 start nats-server "${SHOAL_NATS_SERVER}" -js -sd "${run_dir}/nats" -a 127.0.0.1 -p "${nats_port}"
 wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
-start blob-offloader node --import tsx services/blob-offloader/src/main.ts
+start blob-offloader env SHOAL_METRICS_PORT="${SHOAL_OFFLOADER_METRICS_PORT:-9404}" \
+  node --import tsx services/blob-offloader/src/main.ts
 start model-loader env SHOAL_METRICS_PORT="${SHOAL_LOADER_METRICS_PORT:-9402}" \
   node --import tsx services/model-loader/src/main.ts
-start lora-registry node --import tsx services/lora-registry/src/main.ts
+start lora-registry env SHOAL_METRICS_PORT="${SHOAL_REGISTRY_METRICS_PORT:-9403}" \
+  node --import tsx services/lora-registry/src/main.ts
 start worker env SHOAL_METRICS_PORT="${SHOAL_WORKER_METRICS_PORT:-9401}" \
   node --import tsx services/worker/src/main.ts
 start ingress env SHOAL_METRICS_PORT="${SHOAL_INGRESS_METRICS_PORT:-9400}" \

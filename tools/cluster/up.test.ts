@@ -46,6 +46,8 @@ it("starts the cluster, serves an embedding, and leaves no process behind on SIG
     SHOAL_INGRESS_METRICS_PORT: String(await freePort()),
     SHOAL_WORKER_METRICS_PORT: String(await freePort()),
     SHOAL_LOADER_METRICS_PORT: String(await freePort()),
+    SHOAL_REGISTRY_METRICS_PORT: String(await freePort()),
+    SHOAL_OFFLOADER_METRICS_PORT: String(await freePort()),
     SHOAL_CLUSTER_DIR: join(await tempDir("up-sh"), "cluster"),
   };
   // Its own process group, like a shell's foreground job.
@@ -84,9 +86,15 @@ it("starts the cluster, serves an embedding, and leaves no process behind on SIG
     expect(workerMetrics).toMatch(/^shoal_worker_batch_inputs_sum\{model="all-minilm-l6-v2"\} 2$/m);
     const loaderMetrics = await scrape(Number(env.SHOAL_LOADER_METRICS_PORT));
     expect(loaderMetrics).toContain('shoal_loader_resident_copies{model="all-minilm-l6-v2"} 1');
+    const registryMetrics = await scrape(Number(env.SHOAL_REGISTRY_METRICS_PORT));
+    expect(registryMetrics).toContain("# TYPE shoal_registry_requests_total counter");
+    const offloaderMetrics = await scrape(Number(env.SHOAL_OFFLOADER_METRICS_PORT));
+    expect(offloaderMetrics).toContain("# TYPE shoal_offloader_uploads_total counter");
     // Every dashboard panel and alert rule in deploy/ reads metrics these services export.
     const exported = new Set(
-      [ingressMetrics, workerMetrics, loaderMetrics].flatMap((m) => [...exportedMetricNames(m)]),
+      [ingressMetrics, workerMetrics, loaderMetrics, registryMetrics, offloaderMetrics].flatMap(
+        (m) => [...exportedMetricNames(m)],
+      ),
     );
     const expressions = await monitoringExpressions(join(repoRoot(), "deploy"));
     expect(unexportedReferences(expressions, exported)).toEqual([]);

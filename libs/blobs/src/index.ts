@@ -24,6 +24,6 @@ export { blobStoreFromEnv, ensureBlobStore, openBlobStore } from "./settings.js"
 export type { BlobStoreSettings } from "./settings.js";
 export { fetchBlob } from "./fetch.js";
 export { serveBlobs } from "./server.js";
-export type { BlobServer, BlobServerOptions } from "./server.js";
+export type { BlobServer, BlobServerEvents, BlobServerOptions } from "./server.js";
 export { startSweeper, sweepExpired } from "./sweeper.js";
 export type { SweeperOptions } from "./sweeper.js";

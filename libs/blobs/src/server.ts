@@ -16,7 +16,22 @@ export interface BlobServerOptions {
   readonly maxUploads?: number;
   /** An upload that sends nothing for this long is abandoned and discarded, ms. @default 30000 */
   readonly idleTimeoutMs?: number;
+  /** Told what happened to each upload and delete (the offloader's metrics). */
+  readonly events?: BlobServerEvents | undefined;
   readonly logger: Logger;
+}
+
+/** What the server reports as it works, for metrics. */
+export interface BlobServerEvents {
+  /** An upload refused at its opening: a bad size, over the limit, or too many at once. */
+  refused(reason: "bad_size" | "too_large" | "busy"): void;
+  /**
+   * An upload ended: `stored`, `failed` (the sender's fault: short, long, corrupt, idle) or
+   * `store_failed` (the blob store refused it); `bytes` is the size it declared.
+   */
+  ended(outcome: "stored" | "failed" | "store_failed", bytes: number): void;
+  /** A blob deleted on request (`ok`), or a delete that failed and is left to the sweep. */
+  deleted(outcome: "ok" | "failed"): void;
 }
 
 export interface BlobServer {
@@ -32,7 +47,7 @@ export interface BlobServer {
  * an upload's chunks come to the replica that opened it.
  */
 export function serveBlobs(options: BlobServerOptions): BlobServer {
-  const { nc, store, logger } = options;
+  const { nc, store, logger, events } = options;
   const maxBlobBytes = options.maxBlobBytes ?? 64 * 1024 * 1024;
   const maxUploads = options.maxUploads ?? 64;
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
@@ -54,14 +69,17 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
       if (err !== null) return;
       const size = Number(msg.headers?.get(BlobHeaders.size) ?? NaN);
       if (!Number.isSafeInteger(size) || size < 0) {
+        events?.refused("bad_size");
         refuse(msg, `${BlobHeaders.size} must be a non-negative integer`);
         return;
       }
       if (size > maxBlobBytes) {
+        events?.refused("too_large");
         refuse(msg, `blob of ${size} bytes is over the ${maxBlobBytes}-byte limit`);
         return;
       }
       if (uploads.size >= maxUploads) {
+        events?.refused("busy");
         refuse(msg, `blob offloader has ${maxUploads} uploads in progress; retry shortly`);
         return;
       }
@@ -77,6 +95,14 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
         if (upload.storeError !== undefined) {
           logger.warn({ err: upload.storeError, blob: id }, "blob store failed an upload");
         }
+        events?.ended(
+          upload.storeError !== undefined
+            ? "store_failed"
+            : upload.failure !== undefined
+              ? "failed"
+              : "stored",
+          size,
+        );
         if (upload.failure !== undefined) {
           failed.set(id, upload.failure);
           setTimeout(() => failed.delete(id), idleTimeoutMs).unref();
@@ -108,9 +134,13 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
       if (err !== null) return;
       for (const name of msg.string().split("\n")) {
         if (name === "") continue;
-        store.delete(name).catch((cause: unknown) => {
-          logger.warn({ err: cause, blob: name }, "blob delete failed; the TTL sweep retries");
-        });
+        store.delete(name).then(
+          () => events?.deleted("ok"),
+          (cause: unknown) => {
+            events?.deleted("failed");
+            logger.warn({ err: cause, blob: name }, "blob delete failed; the TTL sweep retries");
+          },
+        );
       }
     },
   });

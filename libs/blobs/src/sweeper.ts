@@ -7,6 +7,8 @@ export interface SweeperOptions {
   readonly ttlMs: number;
   /** Time between sweeps, ms. */
   readonly intervalMs: number;
+  /** Told how many blobs each sweep deleted, or that it failed (the offloader's metrics). */
+  readonly onSweep?: ((swept: number | "failed") => void) | undefined;
   readonly logger: Logger;
 }
 
@@ -36,11 +38,13 @@ export function startSweeper(options: SweeperOptions): { stop(): Promise<void> }
     running = running
       .then(async () => {
         const swept = await sweepExpired(options.store, options.ttlMs);
+        options.onSweep?.(swept.length);
         if (swept.length > 0) {
           options.logger.info({ blobs: swept.length }, "expired blobs swept");
         }
       })
       .catch((err: unknown) => {
+        options.onSweep?.("failed");
         options.logger.warn({ err }, "blob sweep failed; retrying next interval");
       });
   }, options.intervalMs);

@@ -21,6 +21,7 @@ try {
     ttlMs: envInt(env, "SHOAL_BLOB_TTL_MS"),
     sweepIntervalMs: envInt(env, "SHOAL_BLOB_SWEEP_MS"),
     idleTimeoutMs: envInt(env, "SHOAL_BLOB_IDLE_MS"),
+    metrics: booted.metrics,
     logger: booted.logger,
   });
   exitOnSignal(() => offloader.stop(), booted);

@@ -1,7 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { ensureBlobStore, serveBlobs, startSweeper, type BlobStoreSettings } from "@shoal/blobs";
+import {
+  ensureBlobStore,
+  serveBlobs,
+  startSweeper,
+  type BlobServer,
+  type BlobStoreSettings,
+} from "@shoal/blobs";
 import { connectNats, drainOrClose } from "@shoal/jetstream";
 import type { Logger } from "@shoal/telemetry";
+import type { Registry } from "prom-client";
+import { OffloaderMetrics } from "./offloader-metrics.js";
 
 export interface BlobOffloaderOptions {
   readonly natsServers: string | readonly string[];
@@ -25,6 +33,8 @@ export interface BlobOffloaderOptions {
   readonly sweepIntervalMs?: number;
   /** An upload silent for this long is abandoned, ms. @default 30000 */
   readonly idleTimeoutMs?: number;
+  /** Where the offloader registers its metrics (`booted.metrics`); none are kept without. */
+  readonly metrics?: Registry | undefined;
   readonly logger: Logger;
 }
 
@@ -47,18 +57,30 @@ export async function run(options: BlobOffloaderOptions): Promise<RunningBlobOff
     await drainOrClose(nc);
     throw err;
   });
-  const server = serveBlobs({
+  // Read when scraped, so after the server below exists.
+  const metrics =
+    options.metrics === undefined
+      ? undefined
+      : new OffloaderMetrics(options.metrics, () => server.uploads);
+  const server: BlobServer = serveBlobs({
     nc,
     store,
     offloaderId: options.offloaderId ?? randomUUID().slice(0, 8),
     maxBlobBytes: options.maxBlobBytes,
     idleTimeoutMs: options.idleTimeoutMs,
+    events: metrics,
     logger,
   });
   const sweeper = startSweeper({
     store,
     ttlMs,
     intervalMs: options.sweepIntervalMs ?? 30_000,
+    onSweep:
+      metrics === undefined
+        ? undefined
+        : (swept) => {
+            metrics.swept(swept);
+          },
     logger,
   });
   await nc.flush();

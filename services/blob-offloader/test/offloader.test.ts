@@ -8,8 +8,14 @@ import {
   type BlobStore,
   type BlobStoreSettings,
 } from "@shoal/blobs";
-import { createLogger } from "@shoal/telemetry";
 import {
+  createLogger,
+  createMetricsRegistry,
+  serveMetrics,
+  type MetricsServer,
+} from "@shoal/telemetry";
+import {
+  scrapeMetrics,
   startNatsServer,
   startS3Server,
   type NatsServerHandle,
@@ -57,14 +63,19 @@ describe.each([
 ])("the blob offloader service, keeping blobs in %s", (_name, settings) => {
   let offloader: RunningBlobOffloader;
   let store: BlobStore;
+  let metrics: MetricsServer;
 
   beforeAll(async () => {
+    const registry = createMetricsRegistry();
+    metrics = await serveMetrics({ registry, port: 0, logger });
     offloader = await run({
       natsServers: nats.url,
       store: settings(),
       // Above a second: S3 stores modification times in whole seconds.
       ttlMs: 1_500,
       sweepIntervalMs: 100,
+      maxBlobBytes: 4 * 1024 * 1024,
+      metrics: registry,
       logger,
     });
     store = await ensureBlobStore(nc, settings());
@@ -72,6 +83,7 @@ describe.each([
 
   afterAll(async () => {
     await offloader.stop();
+    await metrics.close();
     store.close();
   });
 
@@ -85,6 +97,23 @@ describe.each([
     expect(Buffer.from(await fetchBlob(store, info)).equals(bytes)).toBe(true);
     uploader.remove([info.name]);
     await eventually(async () => !(await stored(info.name)));
+    // Counted: the upload and its bytes, and the delete once it is done.
+    await eventually(async () => {
+      const samples = await scrapeMetrics(metrics.port);
+      return samples.get('shoal_offloader_deletes_total{outcome="ok"}') === 1;
+    });
+    const samples = await scrapeMetrics(metrics.port);
+    expect(samples.get('shoal_offloader_uploads_total{outcome="stored"}')).toBe(1);
+    expect(samples.get("shoal_offloader_stored_bytes_total")).toBe(3 * 1024 * 1024);
+    expect(samples.get("shoal_offloader_uploads_in_progress")).toBe(0);
+  });
+
+  it("refuses a blob over its limit at the opening, and counts why", async () => {
+    await expect(uploader.put(randomBytes(4 * 1024 * 1024 + 1))).rejects.toBeInstanceOf(
+      BlobRefusedError,
+    );
+    const samples = await scrapeMetrics(metrics.port);
+    expect(samples.get('shoal_offloader_refused_uploads_total{reason="too_large"}')).toBe(1);
   });
 
   it("sweeps a blob nobody removes once it is older than the TTL", async () => {
@@ -93,6 +122,9 @@ describe.each([
     expect(await stored(info.name)).toBe(true);
     await eventually(async () => !(await stored(info.name)));
     expect(Date.now() - storedAt).toBeGreaterThanOrEqual(500);
+    const samples = await scrapeMetrics(metrics.port);
+    expect(samples.get("shoal_offloader_swept_blobs_total")).toBe(1);
+    expect(samples.get('shoal_offloader_sweeps_total{outcome="ok"}')).toBeGreaterThan(1);
   });
 });
 
