@@ -26,7 +26,8 @@
  *   embeddings from the compiled open-loop generator over `--protocols rest,grpc,msgpack`;
  *   reports each protocol's knee and CPU µs per request of every process (`--rates 100,200,…`
  *   replaces the default steps, `--step-seconds` their length, `--ingresses N` runs ingress as
- *   N replicas on one port).
+ *   N replicas on one port, `--observed` runs it watched as in production: metrics scraped
+ *   every 5 s and spans exported over OTLP at the default sampling).
  *
  * `--workload` replaces the scenario's workload file and `--steps N` keeps only its first N
  * rates (a quick look); each sweep stops two steps past its knee. `--bundle <file>` runs the
@@ -66,7 +67,7 @@ const usage =
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
   "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
-  "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N]";
+  "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N] [--observed]";
 const { values } = parseOrExit(
   () =>
     parseArgs({
@@ -89,6 +90,7 @@ const { values } = parseOrExit(
         protocols: { type: "string", default: PROTOCOLS.join(",") },
         rates: { type: "string" },
         "step-seconds": { type: "string", default: String(OVERHEAD_DEFAULTS.stepSeconds) },
+        observed: { type: "boolean", default: false },
       },
     }),
   usage,
@@ -121,6 +123,7 @@ if (values.scenario === "overhead" && values.out !== undefined) {
     rates: [...rates].sort((a, b) => a - b),
     stepSeconds,
     ingressProcesses,
+    observed: values.observed,
   });
   process.exit(0);
 }

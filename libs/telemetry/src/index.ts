@@ -4,6 +4,7 @@
  * that carry the active trace id, and Prometheus metrics served on a port of their own.
  */
 export { startTracing } from "./tracing.js";
+export { DEFAULT_TRACE_RATIO } from "./sampler.js";
 export type { Tracing, TracingOptions } from "./tracing.js";
 export { injectContext, extractContext, traceparentOf, traceIdOf } from "./propagation.js";
 export type { HeaderCarrier } from "./propagation.js";

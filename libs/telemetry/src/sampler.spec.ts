@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { ROOT_CONTEXT, SpanKind, trace } from "@opentelemetry/api";
 import { SamplingDecision } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
@@ -17,8 +18,14 @@ function decide(env: Record<string, string>, recorded = true, traceId = TRACE_ID
 }
 
 describe("samplerFromEnv", () => {
-  it("records everything by default and nothing when no one would receive the spans", () => {
-    expect(decide({})).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+  it("records one new trace in a hundred by default, and nothing when no one would receive the spans", () => {
+    const ids = Array.from({ length: 2000 }, () => randomBytes(16).toString("hex"));
+    const kept = ids.filter((id) => decide({}, true, id) === SamplingDecision.RECORD_AND_SAMPLED);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThan(ids.length / 20);
+    expect(decide({ OTEL_TRACES_SAMPLER: "parentbased_always_on" })).toBe(
+      SamplingDecision.RECORD_AND_SAMPLED,
+    );
     expect(decide({}, false)).toBe(SamplingDecision.NOT_RECORD);
     expect(decide({ OTEL_TRACES_SAMPLER: "always_on" }, false)).toBe(SamplingDecision.NOT_RECORD);
   });
@@ -33,12 +40,16 @@ describe("samplerFromEnv", () => {
     ).toBe(SamplingDecision.RECORD_AND_SAMPLED);
   });
 
-  it("keeps a sampled parent's decision under a parent-based sampler", () => {
+  it("keeps a sampled parent's decision under a parent-based sampler, the default included", () => {
     const parent = trace.setSpanContext(ROOT_CONTEXT, {
       traceId: TRACE_ID,
       spanId: "00f067aa0ba902b7",
       traceFlags: 1,
     });
+    expect(
+      samplerFromEnv({}, true).shouldSample(parent, TRACE_ID, "s", SpanKind.SERVER, {}, [])
+        .decision,
+    ).toBe(SamplingDecision.RECORD_AND_SAMPLED);
     const sampler = samplerFromEnv({ OTEL_TRACES_SAMPLER: "parentbased_always_off" }, true);
     expect(sampler.shouldSample(parent, TRACE_ID, "s", SpanKind.SERVER, {}, []).decision).toBe(
       SamplingDecision.RECORD_AND_SAMPLED,

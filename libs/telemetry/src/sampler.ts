@@ -7,11 +7,20 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 
 /**
+ * Share of new traces Shoal records when `OTEL_TRACES_SAMPLER` is unset. Recording every
+ * request cost up to a third of the two-core machine's capacity in the overhead bench; one in
+ * a hundred costs nothing measurable there (docs/benchmarks.md, "Observability overhead"). A
+ * request that arrives with a sampled `traceparent` is always traced.
+ */
+export const DEFAULT_TRACE_RATIO = 0.01;
+
+/**
  * The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name, as the OpenTelemetry
- * specification defines them (default `parentbased_always_on`). When nothing would receive the
- * spans (no exporter, no processor) every span is left unrecorded: it keeps its trace and span
- * ids, so logs and propagation still carry them, but costs no attributes, events or export
- * queue on the request path.
+ * specification defines them. Unset, Shoal samples parent-based at {@link DEFAULT_TRACE_RATIO}
+ * (the specification's default, `parentbased_always_on`, is one setting away). When nothing
+ * would receive the spans (no exporter, no processor) every span is left unrecorded: it keeps
+ * its trace and span ids, so logs and propagation still carry them, but costs no attributes,
+ * events or export queue on the request path.
  *
  * @throws Error for a sampler name the specification does not define, or a ratio outside 0–1.
  */
@@ -20,10 +29,12 @@ export function samplerFromEnv(
   recorded: boolean,
 ): Sampler {
   if (!recorded) return new AlwaysOffSampler();
-  const name = env["OTEL_TRACES_SAMPLER"]?.trim() || "parentbased_always_on";
+  const named = env["OTEL_TRACES_SAMPLER"]?.trim() ?? "";
+  const name = named === "" ? "parentbased_traceidratio" : named;
   const ratio = (): TraceIdRatioBasedSampler => {
     const raw = env["OTEL_TRACES_SAMPLER_ARG"]?.trim() ?? "";
-    const value = raw === "" ? 1 : Number(raw);
+    // The specification's default ratio for a named ratio sampler is 1.
+    const value = raw === "" ? (named === "" ? DEFAULT_TRACE_RATIO : 1) : Number(raw);
     if (!(value >= 0 && value <= 1)) {
       throw new Error(`OTEL_TRACES_SAMPLER_ARG=${raw} is not a ratio between 0 and 1`);
     }

@@ -21,6 +21,8 @@ export const OVERHEAD_MODEL = "sim/zero-cost";
 
 export interface OverheadCluster {
   readonly baseUrl: string;
+  /** The metrics ports of ingress and the worker, when they serve them. */
+  readonly metricsPorts: readonly number[];
   /** Every cluster process by role (ingress: its supervisor and replicas), for CPU accounting. */
   readonly pids: Readonly<Record<string, readonly number[]>>;
   stop(): Promise<void>;
@@ -30,10 +32,12 @@ export interface OverheadCluster {
  * @param ingressProcesses `SHOAL_INGRESS_PROCESSES`: more than one runs ingress as replicas
  *   sharing the port under a supervisor.
  * @param serviceEnv extra environment for every Node service.
+ * @param metrics serve ingress's and the worker's metrics, each on a port of its own.
  */
 export async function startOverheadCluster(
   ingressProcesses = 1,
   serviceEnv: Readonly<Record<string, string>> = {},
+  metrics = false,
 ): Promise<OverheadCluster> {
   const dir = await tempDir("bench-overhead");
   const catalogPath = join(dir, "catalog.json");
@@ -56,6 +60,9 @@ export async function startOverheadCluster(
     ...serviceEnv,
   };
   const port = await freePort();
+  const metricsPorts = metrics ? [await freePort(), await freePort()] : [];
+  const metricsEnv = (i: number): Record<string, string> =>
+    metricsPorts[i] === undefined ? {} : { SHOAL_METRICS_PORT: String(metricsPorts[i]) };
   try {
     const worker = await startService("worker", {
       env: {
@@ -64,6 +71,7 @@ export async function startOverheadCluster(
         SHOAL_SIDECAR_BACKEND: "sim",
         SHOAL_SIDECAR_SOCKET: join(dir, "sidecar.sock"),
         SHOAL_WORKER_MODELS: OVERHEAD_MODEL,
+        ...metricsEnv(1),
       },
       readyMessage: "worker pulling",
     });
@@ -75,12 +83,14 @@ export async function startOverheadCluster(
         SHOAL_HOST: "127.0.0.1",
         SHOAL_MAX_PENDING: "100000",
         SHOAL_INGRESS_PROCESSES: String(ingressProcesses),
+        ...metricsEnv(0),
       },
       readyMessage: "ingress listening",
     });
     services.push(ingress);
     return {
       baseUrl: `http://127.0.0.1:${port}`,
+      metricsPorts,
       pids: {
         ingress: [ingress.pid, ...(await replicasOf(ingress.pid, ingressProcesses))],
         "nats-server": [nats.pid],

@@ -16,6 +16,8 @@ import { findKnee, kneeMiss, type StepResult } from "@shoal/loadgen";
 import { shoalHome } from "@shoal/testing";
 import { encodeBodies, ROUTES, type Protocol } from "./bodies.js";
 import { OVERHEAD_MODEL, startOverheadCluster, type OverheadCluster } from "./cluster.js";
+import { startObservers } from "./observers.js";
+import { DEFAULT_TRACE_RATIO } from "@shoal/telemetry";
 import { cpuUs } from "./proc-cpu.js";
 
 const run = promisify(execFile);
@@ -34,6 +36,13 @@ export interface OverheadOptions {
   readonly referenceRps: number;
   /** Ingress processes sharing the port (`SHOAL_INGRESS_PROCESSES`). */
   readonly ingressProcesses: number;
+  /**
+   * Run the cluster as it is watched in production: ingress and the worker serve metrics,
+   * scraped every `scrapeIntervalMs`, and every process exports its spans over OTLP at the
+   * default sampling.
+   */
+  readonly observed: boolean;
+  readonly scrapeIntervalMs: number;
 }
 
 export const OVERHEAD_DEFAULTS = {
@@ -47,6 +56,8 @@ export const OVERHEAD_DEFAULTS = {
   tokens: 10,
   referenceRps: 200,
   ingressProcesses: 1,
+  observed: false,
+  scrapeIntervalMs: 5_000,
 } as const;
 
 /** What the generator printed for one step (tools/openloop's JSON). */
@@ -74,7 +85,13 @@ interface OverheadStep extends GeneratorStep {
 }
 
 export async function benchOverhead(options: OverheadOptions): Promise<void> {
-  const cluster = await startOverheadCluster(options.ingressProcesses);
+  const observers = options.observed ? await startObservers() : undefined;
+  const cluster = await startOverheadCluster(
+    options.ingressProcesses,
+    observers === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: observers.otlpEndpoint },
+    options.observed,
+  );
+  observers?.scrape(cluster.metricsPorts, options.scrapeIntervalMs);
   try {
     const idle = await idleRates(cluster);
     const results: Record<string, unknown> = {};
@@ -90,6 +107,19 @@ export async function benchOverhead(options: OverheadOptions): Promise<void> {
       warmup_seconds: options.warmupSeconds,
       reference_rps: options.referenceRps,
       ingress_processes: options.ingressProcesses,
+      observed:
+        observers === undefined
+          ? false
+          : {
+              scrape_interval_ms: options.scrapeIntervalMs,
+              // The services' sampler, from the environment they inherit; unset, Shoal's own.
+              sampler:
+                process.env["OTEL_TRACES_SAMPLER"] ??
+                `parentbased_traceidratio ${DEFAULT_TRACE_RATIO} (Shoal's default)`,
+              sampler_arg: process.env["OTEL_TRACES_SAMPLER_ARG"] ?? null,
+              scrapes: observers.scrapes(),
+              span_exports: observers.exports(),
+            },
       machine: { cpus: cpus().length, model: cpus()[0]?.model ?? "unknown" },
       generator: "tools/openloop (Go, compiled), one process",
       idle_cpu_us_per_s: idle,
@@ -99,6 +129,7 @@ export async function benchOverhead(options: OverheadOptions): Promise<void> {
     console.error(`[bench] wrote ${join(options.out, "result.json")}`);
   } finally {
     await cluster.stop();
+    await observers?.close();
   }
 }
 
