@@ -7,7 +7,7 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use shoal_sidecar_core::text::{INPUT_BYTES_PER_TOKEN, prefix_at_char_boundary};
-use shoal_sidecar_core::{BackendError, EmbedBatch, Input, PairBatch};
+use shoal_sidecar_core::{BackendError, EmbedBatch, Input, PairBatch, check_token_ids};
 use tokenizers::{
     EncodeInput, Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy,
 };
@@ -145,19 +145,7 @@ impl EncoderRunner {
     /// Input `index`'s token ids as an encoding, after checking each against the vocabulary:
     /// cut to the model's limit and wrapped in its special tokens, as a text's ids are.
     fn encode_ids(&self, index: usize, ids: &[u32]) -> Result<Encoding, BackendError> {
-        let vocab = self.tokenizer.get_vocab_size(true);
-        if let Some((position, &id)) = ids
-            .iter()
-            .enumerate()
-            .find(|(_, id)| **id as usize >= vocab)
-        {
-            return Err(BackendError::UnknownTokenId {
-                index,
-                position,
-                id,
-                vocab,
-            });
-        }
+        check_token_ids(index, ids, self.tokenizer.get_vocab_size(true))?;
         let n = ids.len();
         let encoding = Encoding::new(
             ids.to_vec(),

@@ -1,3 +1,5 @@
+use crate::BackendError;
+
 /// One input of a batch: a text, or the ids its text encodes to in the model's vocabulary,
 /// without the special tokens (`[CLS]`, `[SEP]`) the model puts around every input, which are
 /// added as they are to a text.
@@ -16,6 +18,23 @@ impl Input {
             Input::Text(text) => Some(text),
             Input::Ids(_) => None,
         }
+    }
+}
+
+/// Checks input `index`'s token ids against a vocabulary of `vocab` ids.
+///
+/// # Errors
+///
+/// [`BackendError::UnknownTokenId`] naming the first id at or above `vocab`.
+pub fn check_token_ids(index: usize, ids: &[u32], vocab: usize) -> Result<(), BackendError> {
+    match ids.iter().position(|&id| id as usize >= vocab) {
+        Some(position) => Err(BackendError::UnknownTokenId {
+            index,
+            position,
+            id: ids[position],
+            vocab,
+        }),
+        None => Ok(()),
     }
 }
 
@@ -75,6 +94,20 @@ impl Embeddings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_ids_are_checked_against_the_vocabulary() {
+        assert_eq!(check_token_ids(0, &[0, 4], 5), Ok(()));
+        assert_eq!(
+            check_token_ids(2, &[1, 5, 9], 5),
+            Err(BackendError::UnknownTokenId {
+                index: 2,
+                position: 1,
+                id: 5,
+                vocab: 5
+            })
+        );
+    }
 
     #[test]
     fn rows_are_row_major() {

@@ -16,7 +16,7 @@ mod stop;
 pub mod text;
 
 pub use backend::Backend;
-pub use batch::{EmbedBatch, Embeddings, Input};
+pub use batch::{EmbedBatch, Embeddings, Input, check_token_ids};
 pub use device::{DeviceSpec, ParseDeviceError};
 pub use error::BackendError;
 pub use family::ModelFamily;

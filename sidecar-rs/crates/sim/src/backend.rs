@@ -2,7 +2,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use shoal_sidecar_core::text::{INPUT_BYTES_PER_TOKEN, prefix_at_char_boundary};
-use shoal_sidecar_core::{Backend, BackendError, EmbedBatch, Embeddings, Input, ModelFamily};
+use shoal_sidecar_core::{
+    Backend, BackendError, EmbedBatch, Embeddings, Input, ModelFamily, check_token_ids,
+};
 use tokenizers::PostProcessor;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
@@ -133,19 +135,7 @@ impl SimBackend {
         let Some(tokenizer) = &self.tokenizer else {
             return Ok(0);
         };
-        let vocab = tokenizer.get_vocab_size(true);
-        if let Some((position, &id)) = ids
-            .iter()
-            .enumerate()
-            .find(|(_, id)| **id as usize >= vocab)
-        {
-            return Err(BackendError::UnknownTokenId {
-                index,
-                position,
-                id,
-                vocab,
-            });
-        }
+        check_token_ids(index, ids, tokenizer.get_vocab_size(true))?;
         Ok(tokenizer
             .get_post_processor()
             .map_or(0, |p| p.added_tokens(false)))
