@@ -14,6 +14,14 @@ import {
 } from "@shoal/loadgen";
 import type { Harness } from "./harness/harness.js";
 
+/**
+ * A step with the wall-clock window it ran in (ISO 8601), so `npm run trace-report -- --bench`
+ * can read the traces of exactly that step.
+ */
+export type SweptStep = StepResult & {
+  readonly window: { readonly from: string; readonly to: string };
+};
+
 export interface ModeResult {
   readonly knee_rps: number;
   readonly knee_offered_rps: number;
@@ -25,7 +33,7 @@ export interface ModeResult {
   /** Batch fill: mean inputs per batch the sidecars ran during the knee step. */
   readonly inputs_per_batch_at_knee: number | null;
   readonly first_miss: { readonly offered_rps: number | undefined; readonly reason: string } | null;
-  readonly steps: readonly StepResult[];
+  readonly steps: readonly SweptStep[];
 }
 
 function progress(label: string, stepSeconds: number, p: StepProgress): void {
@@ -49,12 +57,13 @@ export async function sweep(
   send: Send,
   from = 0,
 ): Promise<ModeResult> {
-  const steps: StepResult[] = [];
+  const steps: SweptStep[] = [];
   let misses = 0;
   for (const [i, rate] of rates.entries()) {
     if (i < from) continue;
     const before = await harness.counters();
     const started = performance.now();
+    const startedAt = new Date().toISOString();
     const result = await runStep({
       offeredRps: rate,
       plan: planStep(workload, i, rate, workload.load.stepSeconds),
@@ -73,6 +82,7 @@ export async function sweep(
       ...result,
       utilization: (after.busyUs - before.busyUs) / (harness.accelerators * wallUs),
       ...(batches > 0 ? { batchFill: (after.items - before.items) / batches } : {}),
+      window: { from: startedAt, to: new Date().toISOString() },
     };
     steps.push(step);
     if (process.stderr.isTTY) process.stderr.write("\n");
@@ -104,7 +114,7 @@ export async function sweep(
 }
 
 /** A step as result.json writes it, in the file's snake_case. */
-export function stepJson(s: StepResult): Record<string, unknown> {
+export function stepJson(s: SweptStep): Record<string, unknown> {
   return {
     offered_rps: s.offeredRps,
     sent: s.sent,
@@ -116,5 +126,6 @@ export function stepJson(s: StepResult): Record<string, unknown> {
     utilization: s.utilization ?? null,
     inputs_per_batch: s.batchFill ?? null,
     phases_ms: s.phasesMs ?? null,
+    window: s.window,
   };
 }

@@ -3,8 +3,14 @@
 # offloader, the model-loader, the LoRA adapter registry, one worker with its sidecar, and
 # ingress (which annotates and queues requests itself).
 # Installs and builds whatever is missing first (tools/setup/bootstrap.sh), less the Python
-# clients, llama-cpp-python and the S3 test server, which only the tests use. Ctrl-C stops everything; if any
-# process dies, the rest are stopped too and the script exits non-zero.
+# clients, llama-cpp-python and the S3 test server, which only the tests use, and the trace
+# backend, which `npm run traces` builds and starts. Ctrl-C stops everything; if any process
+# dies, the rest are stopped too and the script exits non-zero.
+#
+# Traces: every process exports over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; with
+# `npm run traces` running in another terminal, `SHOAL_TRACES=1 npm start` sets it to that
+# backend (http://127.0.0.1:4318). OTEL_TRACES_SAMPLER(_ARG) choose the share of requests
+# traced (one in a hundred unless set; docs/observability.md).
 #
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
@@ -19,7 +25,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${root}"
-bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python --skip-s3-server
+bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python --skip-s3-server \
+  --skip-trace-backend
 # shellcheck source=../setup/env.sh
 . tools/setup/env.sh
 npx nx run proto:generate --outputStyle=static >/dev/null
@@ -37,6 +44,9 @@ export SHOAL_REGISTRY_PORT="${SHOAL_REGISTRY_PORT:-8091}" SHOAL_REGISTRY_HOST="$
 # "accelerator" is the CPU, so its memory budget is a share of RAM.
 export SHOAL_NODE_ID="${SHOAL_NODE_ID:-local}"
 export SHOAL_WORKER_MEMORY_BYTES="${SHOAL_WORKER_MEMORY_BYTES:-4294967296}"
+if [[ "${SHOAL_TRACES:-0}" == 1 && -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]]; then
+  export OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:${SHOAL_TRACES_OTLP_PORT:-4318}"
+fi
 
 pids=()
 # Services stop before nats-server, so they can finish or put back their work and drain.

@@ -1,8 +1,7 @@
-import { execFileSync, spawn } from "node:child_process";
-import { once } from "node:events";
 import { join } from "node:path";
-import { freePort, repoRoot, tempDir } from "@shoal/testing";
+import { repoRoot } from "@shoal/testing";
 import { expect, it } from "vitest";
+import { startUp } from "./up-process.js";
 import {
   exportedMetricNames,
   monitoringExpressions,
@@ -23,53 +22,11 @@ async function scrape(port: number): Promise<string> {
   return res.text();
 }
 
-/** Pids of the processes in process group `group` still alive. */
-function processesIn(group: number): number[] {
-  try {
-    return execFileSync("pgrep", ["-g", String(group)], { encoding: "utf8" })
-      .trim()
-      .split("\n")
-      .map(Number);
-  } catch {
-    return []; // pgrep exits 1 when nothing matches
-  }
-}
-
 it("starts the cluster, serves an embedding, and leaves no process behind on SIGINT", async () => {
-  const port = await freePort();
-  const env = {
-    ...process.env,
-    SHOAL_PORT: String(port),
-    SHOAL_NATS_PORT: String(await freePort()),
-    SHOAL_LOADER_PORT: String(await freePort()),
-    SHOAL_REGISTRY_PORT: String(await freePort()),
-    SHOAL_INGRESS_METRICS_PORT: String(await freePort()),
-    SHOAL_WORKER_METRICS_PORT: String(await freePort()),
-    SHOAL_LOADER_METRICS_PORT: String(await freePort()),
-    SHOAL_REGISTRY_METRICS_PORT: String(await freePort()),
-    SHOAL_OFFLOADER_METRICS_PORT: String(await freePort()),
-    SHOAL_CLUSTER_DIR: join(await tempDir("up-sh"), "cluster"),
-  };
-  // Its own process group, like a shell's foreground job.
-  const up = spawn("bash", [join(repoRoot(), "tools/cluster/up.sh")], {
-    env,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const group = up.pid ?? 0;
-  let output = "";
-  up.stdout.on("data", (d: Buffer) => (output += d.toString()));
-  up.stderr.on("data", (d: Buffer) => (output += d.toString()));
-  const exited = once(up, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+  const up = await startUp();
+  const env = up.env;
   try {
-    const deadline = Date.now() + 240_000;
-    while (!output.includes("Shoal is serving")) {
-      if (up.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`the cluster did not come up:\n${output}`);
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    const res = await fetch(`http://127.0.0.1:${port}/v1/embeddings`, {
+    const res = await fetch(`${up.baseUrl}/v1/embeddings`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ model: MINILM, input: ["hello from npm start"] }),
@@ -99,18 +56,18 @@ it("starts the cluster, serves an embedding, and leaves no process behind on SIG
     const expressions = await monitoringExpressions(join(repoRoot(), "deploy"));
     expect(unexportedReferences(expressions, exported)).toEqual([]);
     // Everything it started is in its group: nats-server, five services, the sidecar.
-    expect(processesIn(group).length).toBeGreaterThanOrEqual(8);
-  } finally {
-    up.kill("SIGINT");
+    expect(up.pids().length).toBeGreaterThanOrEqual(8);
+  } catch (err) {
+    up.kill();
+    throw err;
   }
   try {
-    const [code] = await exited;
-    expect(code, output).toBe(130);
-    expect(output).not.toMatch(/a process exited/);
+    expect(await up.interrupt(), up.output()).toBe(130);
+    expect(up.output()).not.toMatch(/a process exited/);
     // The script waits for what it stopped; a moment for the kernel to reap the last of them.
-    await expect.poll(() => processesIn(group), { timeout: 10_000 }).toEqual([]);
+    await expect.poll(() => up.pids(), { timeout: 10_000 }).toEqual([]);
   } finally {
     // Whatever a failure left behind must not outlive the test.
-    if (processesIn(group).length > 0) process.kill(-group, "SIGKILL");
+    up.kill();
   }
 }, 300_000);

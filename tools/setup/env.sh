@@ -17,6 +17,8 @@
 : "${SHOAL_NATS_SERVER:=${SHOAL_BIN}/nats-server}"
 # The S3-compatible server the blob store's S3 tests run (s3-server.sh).
 : "${SHOAL_S3_SERVER:=${SHOAL_BIN}/s3s-fs}"
+# The trace backend (Jaeger v2) `npm run traces` starts and the tracing tests export to.
+: "${SHOAL_JAEGER:=${SHOAL_BIN}/jaeger}"
 : "${SHOAL_MINILM_DIR:=${SHOAL_MODELS}/all-minilm-l6-v2}"
 : "${SHOAL_SMOLLM2_GGUF:=${SHOAL_MODELS}/smollm2-135m-instruct/model.gguf}"
 # llama-cpp-python's OpenAI-compatible server, installed by llama-cpp-python.sh; the openai
@@ -32,9 +34,12 @@
 : "${SHOAL_NATS_SERVER_VERSION:=v2.15.3}"
 # The newest s3s-fs that builds with the Rust this machine kind has (1.95; 0.17 needs 1.96).
 : "${SHOAL_S3_SERVER_VERSION:=0.14.1}"
+# Jaeger's Go module version (v1.75.0 is Jaeger 2.12); tools/trace-backend/go.mod pins it too.
+: "${SHOAL_JAEGER_VERSION:=v1.75.0}"
 # Model sources and their pins (package versions, wheel digests) live in the catalog,
 # deploy/catalog/default.json, which the worker reads too.
 
 export SHOAL_HOME SHOAL_BIN SHOAL_MODELS CARGO_TARGET_DIR \
   SHOAL_SIDECAR_BIN SHOAL_NATS_SERVER SHOAL_MINILM_DIR SHOAL_SMOLLM2_GGUF SHOAL_BUILD_JOBS SHOAL_NATS_SERVER_VERSION \
-  SHOAL_LLAMA_VENV SHOAL_LLAMA_PYTHON SHOAL_S3_SERVER SHOAL_S3_SERVER_VERSION
+  SHOAL_LLAMA_VENV SHOAL_LLAMA_PYTHON SHOAL_S3_SERVER SHOAL_S3_SERVER_VERSION \
+  SHOAL_JAEGER SHOAL_JAEGER_VERSION

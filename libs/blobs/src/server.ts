@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "@shoal/telemetry";
+import { SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
+import { extractContext, natsHeaderCarrier, type Logger } from "@shoal/telemetry";
 import { BlobHeaders, BlobSubjects, OFFLOADER_QUEUE } from "./protocol.js";
 import type { BlobStore } from "./store.js";
 import { Upload } from "./upload.js";
@@ -19,6 +20,11 @@ export interface BlobServerOptions {
   /** Told what happened to each upload and delete (the offloader's metrics). */
   readonly events?: BlobServerEvents | undefined;
   readonly logger: Logger;
+  /**
+   * Each upload gets an `offloader.upload` span in the trace of the request it belongs to.
+   * @default the global tracer (no-op unless one is installed)
+   */
+  readonly tracer?: Tracer;
 }
 
 /** What the server reports as it works, for metrics. */
@@ -48,6 +54,7 @@ export interface BlobServer {
  */
 export function serveBlobs(options: BlobServerOptions): BlobServer {
   const { nc, store, logger, events } = options;
+  const tracer = options.tracer ?? trace.getTracer("shoal-blob-offloader");
   const maxBlobBytes = options.maxBlobBytes ?? 64 * 1024 * 1024;
   const maxUploads = options.maxUploads ?? 64;
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
@@ -85,6 +92,11 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
       }
       const id = randomUUID();
       const upload = new Upload(store, id, size);
+      const span = tracer.startSpan(
+        "offloader.upload",
+        { kind: SpanKind.SERVER, attributes: { "shoal.blob": id, "shoal.bytes": size } },
+        extractContext(natsHeaderCarrier(msg.headers)),
+      );
       const idle = setTimeout(() => {
         upload.fail(`upload sent nothing for ${idleTimeoutMs} ms`);
       }, idleTimeoutMs);
@@ -95,14 +107,16 @@ export function serveBlobs(options: BlobServerOptions): BlobServer {
         if (upload.storeError !== undefined) {
           logger.warn({ err: upload.storeError, blob: id }, "blob store failed an upload");
         }
-        events?.ended(
+        const outcome =
           upload.storeError !== undefined
             ? "store_failed"
             : upload.failure !== undefined
               ? "failed"
-              : "stored",
-          size,
-        );
+              : "stored";
+        events?.ended(outcome, size);
+        span.setAttribute("shoal.outcome", outcome);
+        if (outcome !== "stored") span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+        span.end();
         if (upload.failure !== undefined) {
           failed.set(id, upload.failure);
           setTimeout(() => failed.delete(id), idleTimeoutMs).unref();

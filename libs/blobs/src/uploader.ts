@@ -1,4 +1,6 @@
 import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { ROOT_CONTEXT, type Context } from "@opentelemetry/api";
+import { injectContext, natsHeaderCarrier } from "@shoal/telemetry";
 import { BlobRefusedError, BlobStoreUnavailableError } from "./errors.js";
 import { BlobHeaders, BlobSubjects, CHUNK_BYTES } from "./protocol.js";
 
@@ -29,9 +31,11 @@ export class BlobUploader {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  async put(bytes: Uint8Array): Promise<BlobInfo> {
+  /** Stores `bytes`; the offloader's upload span continues `ctx`'s trace. */
+  async put(bytes: Uint8Array, ctx: Context = ROOT_CONTEXT): Promise<BlobInfo> {
     const open = natsHeaders();
     open.set(BlobHeaders.size, String(bytes.byteLength));
+    injectContext(ctx, natsHeaderCarrier(open));
     const opened = await this.#request(BlobSubjects.open, new Uint8Array(0), open);
     const subject = opened.headers?.get(BlobHeaders.upload) ?? "";
     if (subject === "")

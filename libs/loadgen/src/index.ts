@@ -9,7 +9,7 @@ export { cumulative, Random, zipfWeights } from "./random.js";
 export type { StepResult } from "./step-result.js";
 export { percentiles, quantile } from "./step-result.js";
 export type { ChartOptions, Series } from "./svg-chart.js";
-export { lineChart, ticks } from "./svg-chart.js";
+export { escapeXml, lineChart, ticks } from "./svg-chart.js";
 export type { LoadSchedule, MixEntry, RequestFunction, Workload } from "./workload.js";
 export { compileWorkload } from "./workload.js";
 export { WorkloadError } from "./workload-error.js";

@@ -20,7 +20,8 @@ const HEIGHT = 400;
 const PAD = { left: 70, right: 150, top: 40, bottom: 50 };
 const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"];
 
-function escape(text: string): string {
+/** Text made safe for SVG (XML) content and attribute values. */
+export function escapeXml(text: string): string {
   return text.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
@@ -62,7 +63,7 @@ export function lineChart(options: ChartOptions): string {
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="12">`,
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="white"/>`,
-    `<text x="${WIDTH / 2}" y="22" text-anchor="middle" font-size="15">${escape(options.title)}</text>`,
+    `<text x="${WIDTH / 2}" y="22" text-anchor="middle" font-size="15">${escapeXml(options.title)}</text>`,
   ];
   for (const t of xTicks) {
     parts.push(
@@ -78,21 +79,21 @@ export function lineChart(options: ChartOptions): string {
   }
   parts.push(
     `<rect x="${PAD.left}" y="${PAD.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`,
-    `<text x="${PAD.left + plotW / 2}" y="${HEIGHT - 12}" text-anchor="middle">${escape(options.xLabel)}</text>`,
-    `<text transform="translate(18 ${PAD.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escape(options.yLabel)}</text>`,
+    `<text x="${PAD.left + plotW / 2}" y="${HEIGHT - 12}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,
+    `<text transform="translate(18 ${PAD.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(options.yLabel)}</text>`,
   );
   if (options.hline !== undefined) {
     const y = r(py(options.hline.y));
     parts.push(
       `<line x1="${PAD.left}" y1="${y}" x2="${PAD.left + plotW}" y2="${y}" stroke="#999" stroke-dasharray="2 3"/>`,
-      `<text x="${PAD.left + plotW - 4}" y="${Number(y) - 4}" text-anchor="end" fill="#666">${escape(options.hline.label)}</text>`,
+      `<text x="${PAD.left + plotW - 4}" y="${Number(y) - 4}" text-anchor="end" fill="#666">${escapeXml(options.hline.label)}</text>`,
     );
   }
   if (options.mark !== undefined) {
     const x = r(px(options.mark.x));
     parts.push(
       `<line class="mark" x1="${x}" y1="${PAD.top}" x2="${x}" y2="${PAD.top + plotH}" stroke="#000" stroke-dasharray="6 4"/>`,
-      `<text x="${Number(x) + 4}" y="${PAD.top + 14}">${escape(options.mark.label)}</text>`,
+      `<text x="${Number(x) + 4}" y="${PAD.top + 14}">${escapeXml(options.mark.label)}</text>`,
     );
   }
   options.series.forEach((s, i) => {
@@ -109,7 +110,7 @@ export function lineChart(options: ChartOptions): string {
     const ly = PAD.top + 10 + i * 18;
     parts.push(
       `<line x1="${WIDTH - PAD.right + 12}" y1="${ly}" x2="${WIDTH - PAD.right + 32}" y2="${ly}" stroke="${colour}" stroke-width="2"/>`,
-      `<text x="${WIDTH - PAD.right + 38}" y="${ly + 4}">${escape(s.name)}</text>`,
+      `<text x="${WIDTH - PAD.right + 38}" y="${ly + 4}">${escapeXml(s.name)}</text>`,
     );
   });
   parts.push("</svg>");

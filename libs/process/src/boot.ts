@@ -53,13 +53,13 @@ export function bootService(service: string, env: Env): Booted {
     // A replica whose supervisor is gone would otherwise serve on, unmanaged.
     process.once("disconnect", askStop);
   }
-  const tracing = startTracing({ serviceName: `shoal-${service}`, env });
   const logger = createLogger({
     service,
     level: (env["LOG_LEVEL"] ?? "info") as LevelWithSilent,
   });
   const port = envInt(env, "SHOAL_METRICS_PORT");
   const metrics = port === undefined ? undefined : createMetricsRegistry();
+  const tracing = startTracing({ serviceName: `shoal-${service}`, env, logger, metrics });
   // Replicas of one service cannot all claim the port: each keeps its metrics, and their
   // supervisor serves the sum.
   if (metrics !== undefined && cluster.isWorker) reportToSupervisor(metrics);

@@ -11,6 +11,7 @@ export type { HeaderCarrier } from "./propagation.js";
 export { createLogger } from "./logger.js";
 export type { Logger, LoggerOptions } from "./logger.js";
 export { natsHeaderCarrier } from "./nats-carrier.js";
+export { httpHeaderCarrier } from "./http-carrier.js";
 export { traceFieldsCarrier, type TraceFields } from "./trace-fields.js";
 export { wallClockUs } from "./clock.js";
 export { createMetricsRegistry, serveMetrics } from "./metrics.js";

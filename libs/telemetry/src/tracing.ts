@@ -1,4 +1,4 @@
-import { propagation, trace, type Tracer } from "@opentelemetry/api";
+import { diag, propagation, trace, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter as OTLPHttpJsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as OTLPHttpProtoExporter } from "@opentelemetry/exporter-trace-otlp-proto";
@@ -10,6 +10,9 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import type { Registry } from "prom-client";
+import { SpanExportAccounting } from "./export-accounting.js";
+import type { Logger } from "./logger.js";
 import { samplerFromEnv } from "./sampler.js";
 
 export interface TracingOptions {
@@ -25,6 +28,10 @@ export interface TracingOptions {
    * @default []
    */
   readonly processors?: readonly SpanProcessor[];
+  /** Where export failures and spans dropped are logged. */
+  readonly logger?: Logger;
+  /** Where spans exported and dropped are counted (`shoal_trace_spans_*_total`). */
+  readonly metrics?: Registry;
 }
 
 export interface Tracing {
@@ -48,8 +55,15 @@ export function startTracing(options: TracingOptions): Tracing {
   const exporter = otlpExporterFromEnv(env);
   const spanProcessors: SpanProcessor[] = [...(options.processors ?? [])];
   if (exporter !== undefined) {
+    const accounting = new SpanExportAccounting({
+      registry: options.metrics,
+      logger: options.logger,
+    });
+    accounting.installDiagnostics();
     // A short delay keeps traces fresh while debugging latency; the batch still amortises I/O.
-    spanProcessors.push(new BatchSpanProcessor(exporter, { scheduledDelayMillis: 500 }));
+    spanProcessors.push(
+      new BatchSpanProcessor(accounting.exporter(exporter), { scheduledDelayMillis: 500 }),
+    );
   }
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
@@ -61,9 +75,14 @@ export function startTracing(options: TracingOptions): Tracing {
     tracer: trace.getTracer(serviceName),
     exporting: exporter !== undefined,
     async shutdown() {
-      await provider.shutdown();
+      // The last spans are flushed if the backend takes them; one that is down must not make
+      // the process's shutdown fail.
+      await provider.shutdown().catch((err: unknown) => {
+        options.logger?.warn({ err }, "trace export failed at shutdown; spans dropped");
+      });
       trace.disable();
       propagation.disable();
+      diag.disable();
     },
   };
 }

@@ -7,7 +7,10 @@ export type { NatsRestartOptions, NatsServerHandle, NatsServerOptions } from "./
 export { startNatsServer } from "./nats-server.js";
 export type { S3ServerHandle } from "./s3-server.js";
 export { startS3Server } from "./s3-server.js";
+export type { JaegerHandle } from "./jaeger.js";
+export { startJaeger } from "./jaeger.js";
 export {
+  jaegerBinary,
   minilmDir,
   natsServerBinary,
   repoRoot,

@@ -40,6 +40,12 @@ export function s3ServerBinary(): string {
   return executable("s3s-fs binary (tools/setup/s3-server.sh)", path, "SHOAL_S3_SERVER");
 }
 
+/** The trace backend (Jaeger v2): `SHOAL_JAEGER`, else `$SHOAL_HOME/bin/jaeger`. */
+export function jaegerBinary(): string {
+  const path = env("SHOAL_JAEGER") ?? join(shoalHomePath(), "bin", "jaeger");
+  return executable("jaeger binary (tools/setup/trace-backend.sh)", path, "SHOAL_JAEGER");
+}
+
 /**
  * The sidecar release binary: `SHOAL_SIDECAR_BIN`, else `$CARGO_TARGET_DIR/release/shoal-sidecar`,
  * else `$SHOAL_HOME/cargo-target/release/shoal-sidecar`.

@@ -23,6 +23,7 @@ try {
     idleTimeoutMs: envInt(env, "SHOAL_BLOB_IDLE_MS"),
     metrics: booted.metrics,
     logger: booted.logger,
+    tracer: booted.tracing.tracer,
   });
   exitOnSignal(() => offloader.stop(), booted);
 } catch (err) {

@@ -7,6 +7,7 @@ import {
   type BlobStoreSettings,
 } from "@shoal/blobs";
 import { connectNats, drainOrClose } from "@shoal/jetstream";
+import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "@shoal/telemetry";
 import type { Registry } from "prom-client";
 import { OffloaderMetrics } from "./offloader-metrics.js";
@@ -36,6 +37,8 @@ export interface BlobOffloaderOptions {
   /** Where the offloader registers its metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry | undefined;
   readonly logger: Logger;
+  /** Uploads are traced with it. @default the global tracer (no-op unless installed) */
+  readonly tracer?: Tracer;
 }
 
 export interface RunningBlobOffloader {
@@ -70,6 +73,7 @@ export async function run(options: BlobOffloaderOptions): Promise<RunningBlobOff
     idleTimeoutMs: options.idleTimeoutMs,
     events: metrics,
     logger,
+    tracer: options.tracer,
   });
   const sweeper = startSweeper({
     store,

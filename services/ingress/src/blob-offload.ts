@@ -1,5 +1,5 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SpanStatusCode, type Tracer } from "@opentelemetry/api";
+import { SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
 import { BlobRefusedError, BlobStoreUnavailableError, BlobUploader } from "@shoal/blobs";
 import { UnavailableError, type BlobOffload } from "@shoal/gateway";
 
@@ -22,7 +22,7 @@ export function blobOffload(
         ctx,
       );
       try {
-        return await uploader.put(bytes);
+        return await uploader.put(bytes, trace.setSpan(ctx, span));
       } catch (err) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
         if (err instanceof BlobStoreUnavailableError) {

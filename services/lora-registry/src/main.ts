@@ -27,6 +27,7 @@ try {
     storeMaxBytes: envInt(env, "SHOAL_REGISTRY_STORE_MAX_BYTES"),
     modelSources: { env },
     metrics: booted.metrics,
+    tracer: booted.tracing.tracer,
     logger: booted.logger,
   });
   exitOnSignal(() => registry.stop(), booted);

@@ -1,3 +1,4 @@
+import type { Tracer } from "@opentelemetry/api";
 import type { Catalog } from "@shoal/config";
 import { ConfigError, intInRange } from "@shoal/config";
 import type { EnsureModelOptions } from "@shoal/model-sources";
@@ -41,6 +42,8 @@ export interface LoraRegistryOptions {
   /** Where the registry registers its metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry | undefined;
   readonly logger: Logger;
+  /** API requests are traced with it. @default the global tracer (no-op unless installed) */
+  readonly tracer?: Tracer;
 }
 
 /** {@link LoraRegistryOptions} validated, with every default filled in. */

@@ -1,15 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AdapterStore } from "@shoal/adapters";
 import { connectNats, drainOrClose } from "@shoal/jetstream";
+import { extractContext, httpHeaderCarrier } from "@shoal/telemetry";
 import { compileEnsureModelOptions } from "@shoal/model-sources";
 import { BaseShapes } from "./base-shapes.js";
 import { toHttpError } from "./error-table.js";
 import { UnavailableError } from "./errors.js";
 import { compileRegistryOptions, type LoraRegistryOptions } from "./options.js";
 import { sendError } from "./respond.js";
-import { RegistryMetrics } from "./registry-metrics.js";
+import { operationOf, RegistryMetrics } from "./registry-metrics.js";
 import { Router } from "./router.js";
 import { routes } from "./routes.js";
 import { Tenants } from "./tenants.js";
@@ -38,6 +40,7 @@ const REQUEST_TIMEOUT_MS = 15 * 60_000;
 export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegistry> {
   const compiled = compileRegistryOptions(options);
   const { logger } = options;
+  const tracer = options.tracer ?? trace.getTracer("shoal-lora-registry");
   const nc = await connectNats(options.natsServers, "shoal-lora-registry");
   const store = await AdapterStore.open(nc, { maxBytes: compiled.storeMaxBytes, logger });
   const tenants = new Tenants(compiled.tokens);
@@ -62,6 +65,23 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
+    const operation = operationOf(req.method, new URL(req.url ?? "/", "http://registry").pathname);
+    // Health probes come every few seconds and would bury the traces that matter.
+    const span =
+      operation === "health"
+        ? undefined
+        : tracer.startSpan(
+            `registry.${operation}`,
+            { kind: SpanKind.SERVER, attributes: { "http.request.method": req.method ?? "" } },
+            extractContext(httpHeaderCarrier(req.headers)),
+          );
+    res.once("close", () => {
+      span?.setAttribute("http.response.status_code", res.statusCode);
+      if (res.statusCode >= 500 || !res.writableFinished) {
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: `status ${res.statusCode}` });
+      }
+      span?.end();
+    });
     res.once("finish", () => {
       const path = new URL(req.url ?? "/", "http://registry").pathname;
       // Paths and statuses only: tokens travel in a header that is never logged.

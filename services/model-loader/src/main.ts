@@ -33,6 +33,7 @@ try {
     modelSources: { env },
     metrics: booted.metrics,
     logger: booted.logger,
+    tracer: booted.tracing.tracer,
   });
   exitOnSignal(() => loader.stop(), booted);
 } catch (err) {

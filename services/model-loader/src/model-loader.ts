@@ -1,5 +1,13 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
+import {
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import { WORK_PREFIX } from "@shoal/jetstream";
 import {
@@ -16,7 +24,7 @@ import {
   type ModelState,
   type ResidencyAction,
 } from "@shoal/residency";
-import type { Logger } from "@shoal/telemetry";
+import { injectContext, natsHeaderCarrier, type Logger } from "@shoal/telemetry";
 import { DemandMeter } from "./demand-meter.js";
 import type { LoaderLoadOutcome, LoaderMetrics, LoaderUnloadReason } from "./loader-metrics.js";
 import type { ModelFetcher } from "./fetcher.js";
@@ -39,6 +47,11 @@ export interface ModelLoaderDeps {
   /** Decisions and outcomes are counted here; none recorded without. */
   readonly metrics?: LoaderMetrics | undefined;
   readonly logger: Logger;
+  /**
+   * Each load and unload is a trace of its own (fetch, evictions, the worker's load and the
+   * sidecar's); the requests that waited for a load link to it.
+   */
+  readonly tracer: Tracer;
 }
 
 /** A model's standing as the API reports it. */
@@ -200,14 +213,26 @@ export class ModelLoader {
     const worker = this.#d.registry.get(action.worker);
     if (worker === undefined) return;
     worker.busy = true;
+    const span = this.#d.tracer.startSpan(`loader.${action.kind}`, {
+      attributes: {
+        "shoal.model": entry.key,
+        "shoal.worker_id": action.worker,
+        ...(action.kind === "load" ? { "shoal.reason": action.reason } : {}),
+      },
+    });
+    const ctx = trace.setSpan(ROOT_CONTEXT, span);
     const run =
       action.kind === "load"
-        ? this.#load(entry, action.worker, action.evict).then((outcome) => {
+        ? this.#load(entry, action.worker, action.evict, ctx).then((outcome) => {
             if (outcome !== undefined) this.#d.metrics?.loaded(entry.key, action.reason, outcome);
+            endSpan(span, outcome ?? "not_begun", outcome === "ok");
           })
-        : this.#unload(entry, action.worker, "idle_copy");
+        : this.#unload(entry, action.worker, "idle_copy", ctx).then(() => {
+            endSpan(span, "done", true);
+          });
     const running: Promise<void> = run
       .catch((err: unknown) => {
+        endSpan(span, "error", false);
         this.#d.logger.error({ err, model: entry.id, worker: action.worker }, "action failed");
       })
       .finally(() => {
@@ -223,12 +248,14 @@ export class ModelLoader {
     entry: ModelEntry,
     workerId: string,
     evict: readonly string[],
+    ctx: Context,
   ): Promise<LoaderLoadOutcome | undefined> {
     const log = this.#d.logger.child({ model: entry.id, worker: workerId });
     const worker = this.#d.registry.get(workerId);
     if (worker === undefined) return undefined;
     const expected = this.#learnedBytes.get(entry.key) ?? expectedBytes(entry);
     this.#setReplica(workerId, entry.key, "loading", expected);
+    const fetchSpan = this.#d.tracer.startSpan("loader.fetch", {}, ctx);
     try {
       this.#setStatus(entry.key, { state: "fetching" });
       await this.#d.fetcher.fetch(entry, (e) => {
@@ -242,16 +269,19 @@ export class ModelLoader {
         }
       });
     } catch (err) {
+      fetchSpan.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
       this.#dropReplica(workerId, entry.key);
       this.#block(entry, "failed", (err as Error).message);
       return "fetch_failed";
+    } finally {
+      fetchSpan.end();
     }
     for (const victim of evict) {
       const victimEntry = this.#d.catalog.byKey(victim);
-      if (victimEntry !== undefined) await this.#unload(victimEntry, workerId, "evicted");
+      if (victimEntry !== undefined) await this.#unload(victimEntry, workerId, "evicted", ctx);
     }
     const started = performance.now();
-    const reply = await this.#control(workerId, "load", entry.key, this.#d.controlTimeoutMs);
+    const reply = await this.#control(workerId, "load", entry.key, this.#d.controlTimeoutMs, ctx);
     if (reply === "unreachable") {
       // The worker is gone or hung, not the model at fault: placed elsewhere next round.
       this.#dropReplica(workerId, entry.key);
@@ -294,12 +324,17 @@ export class ModelLoader {
     return "failed";
   }
 
-  async #unload(entry: ModelEntry, workerId: string, reason: LoaderUnloadReason): Promise<void> {
+  async #unload(
+    entry: ModelEntry,
+    workerId: string,
+    reason: LoaderUnloadReason,
+    ctx: Context,
+  ): Promise<void> {
     const worker = this.#d.registry.get(workerId);
     const replica = worker?.replicas.get(entry.key);
     if (replica === undefined) return;
     this.#setReplica(workerId, entry.key, "evicting", replica.bytes);
-    const reply = await this.#control(workerId, "unload", entry.key, this.#d.controlTimeoutMs);
+    const reply = await this.#control(workerId, "unload", entry.key, this.#d.controlTimeoutMs, ctx);
     if (reply === "unreachable") return;
     if (!reply.ok) {
       this.#d.logger.warn({ model: entry.id, worker: workerId, reply }, "unload refused");
@@ -318,11 +353,16 @@ export class ModelLoader {
     op: "load" | "unload",
     model: string,
     timeoutMs: number,
+    ctx: Context,
   ): Promise<ControlReply | "unreachable"> {
     let data: Uint8Array;
+    // The worker's load or unload span continues this trace.
+    const hdrs = headers();
+    injectContext(ctx, natsHeaderCarrier(hdrs));
     try {
       const msg = await this.#d.nc.request(controlSubject(worker), encodeControl({ op, model }), {
         timeout: timeoutMs,
+        headers: hdrs,
       });
       data = msg.data;
     } catch (err) {
@@ -384,4 +424,11 @@ export class ModelLoader {
  */
 function expectedBytes(entry: ModelEntry): number {
   return (entry.memoryBytes ?? UNKNOWN_MODEL_BYTES) * (entry.serving?.modelThreads ?? 1);
+}
+
+/** Ends a load or unload span with how the action ended. */
+function endSpan(span: Span, outcome: string, ok: boolean): void {
+  span.setAttribute("shoal.outcome", outcome);
+  if (!ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+  span.end();
 }

@@ -1,3 +1,4 @@
+import { trace, type Tracer } from "@opentelemetry/api";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -56,6 +57,8 @@ export interface ModelLoaderOptions {
   /** Where the loader registers its metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry;
   readonly logger: Logger;
+  /** Loads and unloads are traced with it. @default the global tracer (no-op unless installed) */
+  readonly tracer?: Tracer;
 }
 
 export interface RunningModelLoader {
@@ -111,6 +114,7 @@ export async function run(options: ModelLoaderOptions): Promise<RunningModelLoad
     controlTimeoutMs: options.loadTimeoutMs ?? 600_000,
     metrics,
     logger,
+    tracer: options.tracer ?? trace.getTracer("shoal-model-loader"),
   });
 
   const sub = nc.subscribe(heartbeatSubject(options.node));

@@ -1,8 +1,9 @@
 import { mkdir, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { SpanStatusCode, trace, type Context, type Tracer } from "@opentelemetry/api";
 import type { SidecarClient } from "@shoal/sidecar-client";
 import { SidecarError } from "@shoal/sidecar-client";
-import type { Logger } from "@shoal/telemetry";
+import { traceparentOf, type Logger } from "@shoal/telemetry";
 import type { ResidencyMetrics } from "./residency-metrics.js";
 
 /** An adapter version as a work item names it. */
@@ -36,6 +37,8 @@ export interface AdapterCacheOptions {
   /** Hits, misses and evictions are counted here; none recorded without. */
   readonly metrics?: ResidencyMetrics | undefined;
   readonly logger: Logger;
+  /** Each lookup gets an `adapter.ensure` span in its request's trace; a miss, its fetch and load. */
+  readonly tracer: Tracer;
 }
 
 /** The adapter named in a work item no longer exists in the registry. */
@@ -69,23 +72,46 @@ export class AdapterCache {
    *
    * @throws AdapterGoneError when the registry no longer has the version.
    */
-  async ensure(sidecar: SidecarClient, modelKey: string, ref: AdapterVersionRef): Promise<string> {
+  async ensure(
+    sidecar: SidecarClient,
+    modelKey: string,
+    ref: AdapterVersionRef,
+    ctx: Context,
+  ): Promise<string> {
     const name = `${ref.name}@${ref.version}`;
+    const span = this.#o.tracer.startSpan(
+      "adapter.ensure",
+      { attributes: { "shoal.model": modelKey, "shoal.adapter": name } },
+      ctx,
+    );
     const loaded = this.#models(modelKey);
     if (loaded.has(name)) {
       loaded.delete(name);
       loaded.add(name);
       this.#o.metrics?.adapterLookup(modelKey, "hit");
+      span.setAttribute("shoal.adapter_cache", "hit").end();
       return name;
     }
     this.#o.metrics?.adapterLookup(modelKey, "miss");
     const key = `${modelKey}/${name}`;
     let pending = this.#pending.get(key);
+    // A request arriving while another loads the same adapter waits for that load: its span
+    // says so, and the fetch and load spans are in the first request's trace.
+    span.setAttribute("shoal.adapter_cache", pending === undefined ? "miss" : "joined");
     if (pending === undefined) {
-      pending = this.#load(sidecar, modelKey, ref, name).finally(() => this.#pending.delete(key));
+      pending = this.#load(sidecar, modelKey, ref, name, trace.setSpan(ctx, span)).finally(() =>
+        this.#pending.delete(key),
+      );
       this.#pending.set(key, pending);
     }
-    return pending;
+    try {
+      return await pending;
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      span.end();
+    }
   }
 
   /**
@@ -102,21 +128,28 @@ export class AdapterCache {
     modelKey: string,
     ref: AdapterVersionRef,
     name: string,
+    ctx: Context,
   ): Promise<string> {
     const dir = join(this.#o.dir, modelKey, ref.name, String(ref.version));
     if (!(await isDirectory(dir))) {
       await mkdir(dirname(dir), { recursive: true });
+      const span = this.#o.tracer.startSpan("adapter.fetch", {}, ctx);
       try {
         await this.#o.source.fetch(modelKey, ref.name, ref.version, dir);
       } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
         if (this.#o.source.isNotFound(err)) {
           throw new AdapterGoneError(`adapter ${name} is no longer published`, { cause: err });
         }
         throw err;
+      } finally {
+        span.end();
       }
     }
     try {
-      const result = await sidecar.loadAdapter(modelKey, name, dir);
+      const result = await sidecar.loadAdapter(modelKey, name, dir, {
+        traceparent: traceparentOf(ctx),
+      });
       this.#o.logger.info(
         { model: modelKey, adapter: name, rank: result.rank, load_us: result.loadUs },
         "adapter loaded",

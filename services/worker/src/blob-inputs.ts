@@ -1,4 +1,5 @@
 import type { NatsConnection } from "@nats-io/transport-node";
+import { SpanStatusCode, type Tracer } from "@opentelemetry/api";
 import { BlobMissingError, fetchBlob, type BlobStore } from "@shoal/blobs";
 import { ErrorCode } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
@@ -11,6 +12,8 @@ export interface BlobInputsOptions {
   readonly openBlobs: () => Promise<BlobStore>;
   readonly workerId: string;
   readonly logger: Logger;
+  /** Each item's reads get a `blob.fetch` span in its trace. */
+  readonly tracer: Tracer;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -77,6 +80,11 @@ export class BlobInputs {
   async #fill(p: PulledItem): Promise<PulledItem | undefined> {
     const blobs = blobsOf(p);
     if (blobs.length === 0) return p;
+    const span = this.#o.tracer.startSpan(
+      "blob.fetch",
+      { attributes: { "shoal.request_id": p.item.requestId, "shoal.blobs": blobs.length } },
+      p.parent,
+    );
     try {
       const store = await this.#open();
       const texts = [...p.inputTexts];
@@ -93,12 +101,15 @@ export class BlobInputs {
       }
       return { ...p, inputTexts: texts };
     } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
       if (!(err instanceof BlobMissingError)) throw err;
       this.#o.logger.warn(
         { err, request_id: p.item.requestId, part: p.item.part },
         "offloaded input unusable; answering with an error",
       );
       return undefined;
+    } finally {
+      span.end();
     }
   }
 

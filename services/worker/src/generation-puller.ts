@@ -34,6 +34,7 @@ import type { GeneratorMetrics } from "./metrics.js";
 import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
 import { StreamOut } from "./generation-stream-out.js";
+import { traceWaitedLoad, type ModelLoadRecord } from "./load-trace.js";
 
 export interface GenerationPullerOptions {
   readonly nc: NatsConnection;
@@ -62,6 +63,8 @@ export interface GenerationPullerOptions {
   readonly adapters?: AdapterCache;
   /** This generator's metrics; none recorded without. */
   readonly metrics?: GeneratorMetrics | undefined;
+  /** The load that made the model resident, for the traces of the requests that waited for it. */
+  readonly load?: ModelLoadRecord | undefined;
   readonly workerId: string;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -186,6 +189,22 @@ export class GenerationPuller {
     const { nc, workerId, tracer, logger } = this.#o;
     const parent = extractContext(traceFieldsCarrier(item));
     const pulledAtUs = wallClockUs();
+    const enqueuedMs = Number(item.enqueuedUnixUs) / 1000;
+    tracer
+      .startSpan(
+        "queue.wait",
+        {
+          startTime: enqueuedMs,
+          attributes: {
+            "shoal.request_id": item.requestId,
+            "shoal.model": item.model,
+            "shoal.delivery": msg.deliveryCount,
+          },
+        },
+        parent,
+      )
+      .end(pulledAtUs / 1000);
+    traceWaitedLoad(tracer, this.#o.load, parent, enqueuedMs, this.#o.model.key);
     const span = tracer.startSpan(
       "worker.generate",
       {
@@ -236,7 +255,7 @@ export class GenerationPuller {
     }, this.#o.progressIntervalMs);
     try {
       const traceparent = traceparentOf(ctx);
-      const adapter = await this.#adapter(sidecar, task);
+      const adapter = await this.#adapter(sidecar, task, ctx);
       for (let index = 0; index < n; index++) {
         generations.push(
           sidecar.generate({
@@ -295,12 +314,16 @@ export class GenerationPuller {
   }
 
   /** The sidecar's name for the task's adapter, loaded; `undefined` for the base model. */
-  async #adapter(sidecar: SidecarClient, task: GenerateTask): Promise<string | undefined> {
+  async #adapter(
+    sidecar: SidecarClient,
+    task: GenerateTask,
+    ctx: Context,
+  ): Promise<string | undefined> {
     if (task.adapter === undefined) return undefined;
     if (this.#o.adapters === undefined) {
       throw new AdapterUnavailableError("this worker has no adapter registry configured");
     }
-    return this.#o.adapters.ensure(sidecar, this.#o.model.key, task.adapter);
+    return this.#o.adapters.ensure(sidecar, this.#o.model.key, task.adapter, ctx);
   }
 
   #streamOut(

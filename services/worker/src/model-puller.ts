@@ -35,6 +35,7 @@ import { deadLetter } from "./dead-letter.js";
 import { pullUntilStopped } from "./pull-loop.js";
 import { attemptOf, retryLater } from "./retry.js";
 import type { LocalHandOff } from "./local-hand-off.js";
+import { traceWaitedLoad, type ModelLoadRecord } from "./load-trace.js";
 import type { ModelBatchMetrics } from "./metrics.js";
 import { decodePulled, type PulledItem, type PulledMessage } from "./pulled-item.js";
 
@@ -98,6 +99,8 @@ export interface ModelPullerOptions {
   readonly onStall: (reason: string) => void;
   /** This model's batch metrics; none recorded without. */
   readonly metrics?: ModelBatchMetrics | undefined;
+  /** The load that made the model resident, for the traces of the requests that waited for it. */
+  readonly load?: ModelLoadRecord | undefined;
   readonly workerId: string;
   readonly logger: Logger;
   readonly tracer: Tracer;
@@ -268,10 +271,10 @@ export class ModelPuller {
       this.#budgetFor(pulled, now),
       now,
     );
-    await this.#putBack(putBack.map((p) => p.msg));
+    await this.#putBackTraced(putBack, "over batch budget");
     await this.#answerExpired(expired);
     if (this.#isStopping()) {
-      await this.#putBack(batch.map((p) => p.msg));
+      await this.#putBackTraced(batch, "worker stopping");
       return;
     }
     const ready = await this.#blobs.resolve(batch);
@@ -376,9 +379,34 @@ export class ModelPuller {
     timer.abort();
   }
 
+  /** Puts decoded messages back, with a `queue.put_back` span in each item's trace. */
+  async #putBackTraced(pulled: readonly PulledMessage[], reason: string): Promise<void> {
+    if (pulled.length === 0) return;
+    const spans = pulled.flatMap((m) =>
+      m.items.map((p) =>
+        this.#o.tracer.startSpan(
+          "queue.put_back",
+          {
+            attributes: {
+              "shoal.request_id": p.item.requestId,
+              "shoal.model": p.item.model,
+              "shoal.reason": reason,
+            },
+          },
+          p.parent,
+        ),
+      ),
+    );
+    const outcome = await this.#putBack(pulled.map((p) => p.msg));
+    for (const span of spans) {
+      span.setAttribute("shoal.put_back_to", outcome.local > 0 ? "local_queue" : "jetstream");
+      span.end();
+    }
+  }
+
   /** Puts items back: to the machine-local queue when there is one, else NAK to JetStream. */
-  async #putBack(messages: readonly WorkMessage[]): Promise<void> {
-    if (messages.length === 0) return;
+  async #putBack(messages: readonly WorkMessage[]): Promise<{ local: number; naked: number }> {
+    if (messages.length === 0) return { local: 0, naked: 0 };
     this.#o.metrics?.putBack(messages.length);
     const local = this.#o.localQueue;
     const atUs = wallClockUs();
@@ -388,6 +416,7 @@ export class ModelPuller {
     else outcome = await local.putBack(messages);
     // Sequences and times let tools/bench/put-back-latency.ts follow an item to where it starts.
     this.#o.logger.debug({ seqs, at_us: atUs, ...outcome }, "put back");
+    return outcome;
   }
 
   /**
@@ -550,6 +579,13 @@ export class ModelPuller {
         p.parent,
       )
       .end(p.pulledAtUs / 1000);
+    traceWaitedLoad(
+      tracer,
+      this.#o.load,
+      p.parent,
+      Number(p.item.enqueuedUnixUs) / 1000,
+      this.#o.model.key,
+    );
     const span = tracer.startSpan(
       "worker.batch",
       {

@@ -1,4 +1,5 @@
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { SpanStatusCode, trace, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import { ensureModel, type CompiledEnsureModelOptions } from "@shoal/model-sources";
 import {
@@ -13,8 +14,9 @@ import {
   type ReplicaState,
 } from "@shoal/residency";
 import { SidecarError, type LoadOptions, type SidecarClient } from "@shoal/sidecar-client";
-import type { Logger } from "@shoal/telemetry";
+import { extractContext, natsHeaderCarrier, traceparentOf, type Logger } from "@shoal/telemetry";
 import { loadOptionsFor } from "./load-options.js";
+import type { ModelLoadRecord } from "./load-trace.js";
 import type { ResidencyMetrics } from "./residency-metrics.js";
 
 /** What a worker runs for one resident model: its pull loop. */
@@ -38,14 +40,19 @@ export interface ResidentModelsOptions {
   /** How often the worker tells its model-loader what it holds. */
   readonly heartbeatMs: number;
   readonly sidecar: () => Promise<SidecarClient>;
-  /** Creates (and registers the consumer for) the pull loop of a model just loaded. */
-  readonly runner: (model: ModelEntry) => Promise<ModelRunner>;
+  /**
+   * Creates (and registers the consumer for) the pull loop of a model just loaded; `load` is
+   * what the requests that waited for it record in their traces.
+   */
+  readonly runner: (model: ModelEntry, load: ModelLoadRecord) => Promise<ModelRunner>;
   readonly sources: CompiledEnsureModelOptions;
   /** Longest a sidecar `load` may take. */
   readonly loadTimeoutMs: number;
   /** Loads and unloads are counted here; none recorded without. */
   readonly metrics?: ResidencyMetrics | undefined;
   readonly logger: Logger;
+  /** Loads and unloads get spans in the model-loader's trace that asked for them. */
+  readonly tracer: Tracer;
 }
 
 interface Held {
@@ -87,7 +94,7 @@ export class ResidentModels {
     void (async () => {
       for await (const msg of sub) {
         // Requests are handled concurrently: an unload must not wait behind a long load.
-        void this.#handle(msg.data).then((reply) => msg.respond(encodeControl(reply)));
+        void this.#handle(msg).then((reply) => msg.respond(encodeControl(reply)));
       }
     })();
     this.#timer = setInterval(() => void this.#heartbeat(), this.#o.heartbeatMs);
@@ -104,10 +111,10 @@ export class ResidentModels {
     await Promise.all(runners.map((r) => r.stop()));
   }
 
-  async #handle(data: Uint8Array): Promise<ControlReply> {
+  async #handle(msg: Msg): Promise<ControlReply> {
     let request: ControlRequest;
     try {
-      request = decodeControlRequest(data);
+      request = decodeControlRequest(msg.data);
     } catch (err) {
       return { ok: false, code: "bad_request", message: (err as Error).message };
     }
@@ -119,10 +126,22 @@ export class ResidentModels {
         message: `no catalog model has key ${request.model}`,
       };
     }
-    return request.op === "load" ? this.#load(entry) : this.#unload(entry);
+    const parent = extractContext(natsHeaderCarrier(msg.headers));
+    const span = this.#o.tracer.startSpan(
+      request.op === "load" ? "worker.model_load" : "worker.model_unload",
+      { attributes: { "shoal.model": entry.key, "shoal.worker_id": this.#o.workerId } },
+      parent,
+    );
+    const ctx = trace.setSpan(parent, span);
+    const reply = await (request.op === "load"
+      ? this.#load(entry, ctx, span)
+      : this.#unload(entry));
+    if (!reply.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: reply.message });
+    span.end();
+    return reply;
   }
 
-  async #load(entry: ModelEntry): Promise<ControlReply> {
+  async #load(entry: ModelEntry, ctx: Context, span: Span): Promise<ControlReply> {
     const held = this.#held.get(entry.key);
     if (held?.state === "resident") return { ok: true, memoryBytes: held.memoryBytes };
     if (held !== undefined) {
@@ -132,17 +151,31 @@ export class ResidentModels {
     this.#held.set(entry.key, h);
     const log = this.#o.logger.child({ model: entry.id });
     const started = performance.now();
-    const reply = await this.#loadHeld(entry, h, log);
+    const reply = await this.#loadHeld(entry, h, log, ctx, span);
     const outcome = reply.ok ? "ok" : reply.code === "oom" ? "oom" : "failed";
     this.#o.metrics?.loaded(entry.key, outcome, (performance.now() - started) / 1000);
     return reply;
   }
 
-  async #loadHeld(entry: ModelEntry, h: Held, log: Logger): Promise<ControlReply> {
+  async #loadHeld(
+    entry: ModelEntry,
+    h: Held,
+    log: Logger,
+    ctx: Context,
+    span: Span,
+  ): Promise<ControlReply> {
+    const startMs = Date.now();
     try {
-      await ensureModel(entry, this.#o.sources);
+      const fetchSpan = this.#o.tracer.startSpan("model.fetch", {}, ctx);
+      await ensureModel(entry, this.#o.sources).finally(() => {
+        fetchSpan.end();
+      });
       const client = await this.#o.sidecar();
-      const loaded = await client.load(entry.key, entry.dir, await this.loadOptions(client, entry));
+      const options = await this.loadOptions(client, entry);
+      const loaded = await client.load(entry.key, entry.dir, {
+        ...options,
+        traceparent: traceparentOf(ctx),
+      });
       const used = [...this.#held.values()].reduce((n, x) => n + x.memoryBytes, 0);
       if (used + loaded.memoryBytes > this.#o.capacityBytes) {
         await client.unload(entry.key);
@@ -154,7 +187,11 @@ export class ResidentModels {
         return { ok: false, code: "oom", message, memoryBytes: loaded.memoryBytes };
       }
       h.memoryBytes = loaded.memoryBytes;
-      h.runner = await this.#o.runner(entry);
+      h.runner = await this.#o.runner(entry, {
+        startMs,
+        endMs: Date.now(),
+        span: span.spanContext(),
+      });
       h.state = "resident";
       h.runner.start();
       log.info({ memory_bytes: loaded.memoryBytes, load_us: loaded.loadUs }, "model resident");

@@ -42,6 +42,7 @@ import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
 import { loadOptionsFor } from "./load-options.js";
+import type { ModelLoadRecord } from "./load-trace.js";
 import { servingSettings } from "./serving-settings.js";
 import { withComputeThreads } from "./compute-threads.js";
 import { SidecarProcess } from "./sidecar-process.js";
@@ -218,6 +219,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     maxLoadedPerModel: options.maxAdaptersPerModel,
     metrics: residencyMetrics,
     logger,
+    tracer: options.tracer,
   });
   const localQueue =
     options.localQueueSocket === undefined
@@ -229,7 +231,10 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const blobStore = options.blobStore ?? { backend: "nats" };
   const openBlobs = () => openBlobStore(nc, blobStore, logger);
   const metrics = options.metrics === undefined ? undefined : new WorkerMetrics(options.metrics);
-  const makePuller = async (model: ModelEntry): Promise<ModelPuller | GenerationPuller> => {
+  const makePuller = async (
+    model: ModelEntry,
+    load?: ModelLoadRecord,
+  ): Promise<ModelPuller | GenerationPuller> => {
     const consumer =
       routedStream === undefined
         ? await ensureModelConsumer(jsm, stream, model.key, options.consumer)
@@ -249,6 +254,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
         onStall: (reason) => void supervisor.restart(reason),
         adapters,
+        load,
         metrics: metrics?.forGenerator(model.key),
         workerId,
         logger: logger.child({ model: model.id }),
@@ -277,6 +283,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
               logger: logger.child({ model: model.id }),
             }),
       onStall: (reason) => void supervisor.restart(reason),
+      load,
       metrics: metrics?.forModel(model.key),
       workerId,
       logger: logger.child({ model: model.id }),
@@ -300,6 +307,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       loadTimeoutMs: managed.loadTimeoutMs ?? 600_000,
       metrics: residencyMetrics,
       logger,
+      tracer: options.tracer,
     });
     resident.start();
   }

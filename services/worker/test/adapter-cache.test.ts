@@ -1,6 +1,12 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { ROOT_CONTEXT } from "@opentelemetry/api";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
 import {
   AdapterNotFoundError,
   AdapterStore,
@@ -34,6 +40,21 @@ let nc: NatsConnection;
 let store: AdapterStore;
 let sidecar: SidecarHandle;
 let client: SidecarClient;
+const spans = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+
+/** The `adapter.ensure` spans' cache results and how many adapter fetches were traced. */
+function traced(): { results: unknown[]; fetches: number } {
+  const finished = spans.getFinishedSpans();
+  spans.reset();
+  return {
+    results: finished
+      .filter((s) => s.name === "adapter.ensure")
+      .map((s) => s.attributes["shoal.adapter_cache"])
+      .sort(),
+    fetches: finished.filter((s) => s.name === "adapter.fetch").length,
+  };
+}
 
 beforeAll(async () => {
   nats = await startNatsServer();
@@ -71,27 +92,31 @@ it("fetches and loads on first use, once for concurrent uses, and unloads the le
     dir: await tempDir("adapter-cache"),
     maxLoadedPerModel: 1,
     logger: createLogger({ service: "test", level: "warn" }),
+    tracer: provider.getTracer("test"),
   });
   const names = await Promise.all(
-    [1, 2, 3].map(() => cache.ensure(client, MODEL, { name: "a", version: 1 })),
+    [1, 2, 3].map(() => cache.ensure(client, MODEL, { name: "a", version: 1 }, ROOT_CONTEXT)),
   );
   expect(names).toEqual(["a@1", "a@1", "a@1"]);
   expect(await loaded()).toEqual(["a@1"]);
+  expect(traced()).toEqual({ results: ["joined", "joined", "miss"], fetches: 1 });
 
-  expect(await cache.ensure(client, MODEL, { name: "b", version: 1 })).toBe("b@1");
+  expect(await cache.ensure(client, MODEL, { name: "b", version: 1 }, ROOT_CONTEXT)).toBe("b@1");
   expect(await loaded()).toEqual(["b@1"]);
 
   // Fetched once: loading `a` again reads the files already on disk, even with the store
   // gone for it.
   await store.remove(MODEL, "a");
-  expect(await cache.ensure(client, MODEL, { name: "a", version: 1 })).toBe("a@1");
+  expect(await cache.ensure(client, MODEL, { name: "a", version: 1 }, ROOT_CONTEXT)).toBe("a@1");
   expect(await loaded()).toEqual(["a@1"]);
+  expect(await cache.ensure(client, MODEL, { name: "a", version: 1 }, ROOT_CONTEXT)).toBe("a@1");
+  expect(traced()).toEqual({ results: ["hit", "miss", "miss"], fetches: 1 });
 
   // Never fetched and no longer published: gone.
   await store.remove(MODEL, "b");
   cache.forget(MODEL);
   await client.unloadAdapter(MODEL, "a@1");
-  await expect(cache.ensure(client, MODEL, { name: "b", version: 2 })).rejects.toBeInstanceOf(
-    AdapterGoneError,
-  );
+  await expect(
+    cache.ensure(client, MODEL, { name: "b", version: 2 }, ROOT_CONTEXT),
+  ).rejects.toBeInstanceOf(AdapterGoneError);
 }, 120_000);

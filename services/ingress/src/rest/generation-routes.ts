@@ -1,6 +1,6 @@
 import type { Tracer } from "@opentelemetry/api";
 import { type GenerationFinish, type StartedGeneration, type StreamGateway } from "@shoal/gateway";
-import type { Logger } from "@shoal/telemetry";
+import { httpHeaderCarrier, type Logger } from "@shoal/telemetry";
 import { asRequestError, protocolError } from "../error-table.js";
 import { traced } from "../traced.js";
 import { readRequest, type HttpRequest } from "./body.js";
@@ -60,7 +60,7 @@ async function generate(
   await traced(
     rc,
     api === "chat" ? "ingress.chat_completions" : "ingress.completions",
-    headerCarrier(req),
+    httpHeaderCarrier(req.headers),
     {
       "http.route": route,
       "shoal.model": request.call.model,
@@ -172,14 +172,4 @@ async function streamed(
   } finally {
     sse.end();
   }
-}
-
-function headerCarrier(req: HttpRequest): { get(name: string): string | undefined; set(): void } {
-  return {
-    get: (name) => {
-      const value = req.headers[name];
-      return Array.isArray(value) ? value[0] : value;
-    },
-    set: () => undefined,
-  };
 }

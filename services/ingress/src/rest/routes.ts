@@ -1,6 +1,6 @@
 import type { Tracer } from "@opentelemetry/api";
 import { ModelNotFoundError, type Gateway, type StreamGateway } from "@shoal/gateway";
-import type { Logger } from "@shoal/telemetry";
+import { httpHeaderCarrier, type Logger } from "@shoal/telemetry";
 import { asRequestError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
 import { countRefused, traced } from "../traced.js";
@@ -95,7 +95,7 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
   const outcome = await traced(
     rc,
     "ingress.embeddings",
-    headerCarrier(req),
+    httpHeaderCarrier(req.headers),
     {
       "http.route": "/v1/embeddings",
       "shoal.model": model.id,
@@ -139,16 +139,6 @@ async function listModels(_req: HttpRequest, res: HttpResponse, rc: RestContext)
       })),
     ],
   });
-}
-
-function headerCarrier(req: HttpRequest): { get(name: string): string | undefined; set(): void } {
-  return {
-    get: (name) => {
-      const value = req.headers[name];
-      return Array.isArray(value) ? value[0] : value;
-    },
-    set: () => undefined,
-  };
 }
 
 function errorBody(message: string, type: string): unknown {

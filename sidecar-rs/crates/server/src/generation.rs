@@ -25,7 +25,14 @@ struct Live {
     started: SystemTime,
     queue_us: u64,
     compute_us: u64,
+    /// Decode steps it has taken part in.
+    steps: u32,
 }
+
+/// A traced sequence records its first decode step and every this-many-th after it as
+/// `sidecar.decode_step` spans: enough to see how the step time moves with the batch around
+/// it, without a span per token (a 500-token answer would otherwise carry 500).
+const DECODE_SPAN_EVERY: u32 = 16;
 
 /// Refuses a batch job sent to a generative model.
 fn refuse_batch(job: BatchJob, family: ModelFamily) {
@@ -93,12 +100,16 @@ pub(crate) fn serve(
         }
 
         let started = Instant::now();
+        let step_start = SystemTime::now();
         let stepped = catch_unwind(AssertUnwindSafe(|| generator.step()));
         let step_us = micros(started.elapsed());
         counters.busy_us.fetch_add(step_us, Ordering::Relaxed);
         counters.batches.fetch_add(1, Ordering::Relaxed);
+        let sequences = live.len();
         for l in live.values_mut() {
             l.compute_us += step_us;
+            l.steps += 1;
+            trace_step(model, l, sequences, step_start);
         }
         let events = match stepped {
             Ok(events) => events,
@@ -170,6 +181,7 @@ fn admit(
                     started: SystemTime::now(),
                     queue_us,
                     compute_us: 0,
+                    steps: 0,
                 },
             );
         }
@@ -186,6 +198,34 @@ fn admit(
             )));
         }
     }
+}
+
+/// Whether a sequence's `step`-th decode step (counted from 1) gets a span.
+fn is_traced_step(step: u32) -> bool {
+    step == 1 || step.is_multiple_of(DECODE_SPAN_EVERY)
+}
+
+/// Records the step `l` just took part in, when its trace is sampled and the step is one of
+/// those kept (see [`DECODE_SPAN_EVERY`]).
+fn trace_step(model: &str, l: &Live, sequences: usize, start: SystemTime) {
+    let Some(parent) = &l.job.parent else {
+        return;
+    };
+    if !is_traced_step(l.steps) {
+        return;
+    }
+    trace::record(
+        "sidecar.decode_step",
+        std::slice::from_ref(parent),
+        start,
+        SystemTime::now(),
+        &[
+            KeyValue::new("shoal.model", model.to_owned()),
+            KeyValue::new("shoal.step", i64::from(l.steps)),
+            KeyValue::new("shoal.batch_sequences", sequences as i64),
+        ],
+        None,
+    );
 }
 
 /// Sends a sequence's last event, counts it and records its span.
@@ -245,4 +285,15 @@ fn finish(model: &str, counters: &Counters, l: Live, event: SequenceEvent) {
         "finished a sequence"
     );
     let _ = l.job.events.send(event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_the_first_decode_step_and_every_sixteenth() {
+        let traced: Vec<u32> = (1..=50).filter(|&s| is_traced_step(s)).collect();
+        assert_eq!(traced, vec![1, 16, 32, 48]);
+    }
 }

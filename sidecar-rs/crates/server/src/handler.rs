@@ -71,6 +71,8 @@ pub(crate) async fn handle(
                 "health" => "sidecar.health",
                 "stats" => "sidecar.stats",
                 "load" => "sidecar.load",
+                "load_adapter" => "sidecar.load_adapter",
+                "unload_adapter" => "sidecar.unload_adapter",
                 "cancel" => "sidecar.cancel",
                 _ => "sidecar.unload",
             },
