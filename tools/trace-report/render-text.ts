@@ -91,7 +91,8 @@ export function renderText(report: Report): string {
 
 /** A comparison of two windows as text. */
 export function renderComparison(c: Comparison): string {
-  const arrow = (a: number, b: number): string => (a > 0 ? `${(b / a).toFixed(2)}×` : "new");
+  const arrow = (a: number, b: number): string =>
+    a > 0 ? `${(b / a).toFixed(2)}×` : b > 0 ? "new" : "–";
   return (
     [
       `Before: ${c.before.from} – ${c.before.to}, ${c.requests.before} requests`,
