@@ -1,0 +1,25 @@
+export { digestApiKey, generateApiKey, parseApiKey, type NewApiKey } from "./api-key.js";
+export {
+  authenticate,
+  bearerKey,
+  UnauthenticatedError,
+  type Principal,
+  type TenantDirectory,
+} from "./authenticator.js";
+export {
+  ADMIN_ACTIONS,
+  allowsAdmin,
+  allowsModel,
+  DEFAULT_GRANTS,
+  type AdminAction,
+  type Grants,
+} from "./grants.js";
+export {
+  decodeGrants,
+  isTenantName,
+  RecordError,
+  TENANTS_BUCKET,
+  type KeyRecord,
+  type TenantRecord,
+} from "./records.js";
+export { TenantStore, TenantStoreError } from "./tenant-store.js";
