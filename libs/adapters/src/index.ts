@@ -62,4 +62,5 @@ export {
   AdapterIntegrityError,
   AdapterNotFoundError,
   AdapterOwnershipError,
+  InvalidSharingError,
 } from "./store-errors.js";

@@ -20,3 +20,8 @@ export class AdapterConflictError extends Error {
 export class AdapterIntegrityError extends Error {
   override readonly name = "AdapterIntegrityError";
 }
+
+/** A sharing list naming something that cannot be a tenant; the message is safe to show. */
+export class InvalidSharingError extends Error {
+  override readonly name = "InvalidSharingError";
+}

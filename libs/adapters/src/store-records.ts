@@ -34,6 +34,11 @@ export interface AdapterRecord {
   /** The tenant that first published it; only it may publish or delete versions. */
   readonly owner: string;
   /**
+   * Tenants besides the owner that may run it, `*` for every tenant. Absent or empty: private,
+   * and to every other tenant as if it did not exist.
+   */
+  readonly sharedWith?: readonly string[];
+  /**
    * Ascending by version. Empty while a first upload is in flight, and once the adapter is
    * deleted (`deleted`); a record without versions is never listed, got or resolved.
    */
@@ -128,7 +133,13 @@ export function decodeRecord(bytes: Uint8Array): AdapterRecord {
         v !== null &&
         typeof (v as Partial<AdapterVersion>).version === "number" &&
         typeof (v as Partial<AdapterVersion>).files === "object",
-    )
+    ) ||
+    // Who may run it decides what other tenants see: anything but a list of names is refused.
+    (record.sharedWith !== undefined &&
+      !(
+        Array.isArray(record.sharedWith) &&
+        (record.sharedWith as unknown[]).every((t) => typeof t === "string")
+      ))
   ) {
     throw new Error("adapter index entry is not an adapter record");
   }

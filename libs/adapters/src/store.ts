@@ -8,7 +8,12 @@ import { AdapterIndex, type IndexChange } from "./adapter-index.js";
 import { adapterWatch, type AdapterWatch } from "./adapter-watch.js";
 import type { AdapterFiles, AdapterSummary } from "./peft.js";
 import { checkAdapterName, checkAdapterVersion, formatAdapterReference } from "./reference.js";
-import { AdapterNotFoundError, AdapterOwnershipError } from "./store-errors.js";
+import { isTenantName } from "@shoal/tenants";
+import {
+  AdapterNotFoundError,
+  AdapterOwnershipError,
+  InvalidSharingError,
+} from "./store-errors.js";
 import {
   ADAPTER_BUCKET,
   ADAPTER_FILES,
@@ -279,6 +284,37 @@ export class AdapterStore {
       ]),
     );
     return removed;
+  }
+
+  /**
+   * Sets which tenants besides `owner` may see and run an adapter (every version): tenant
+   * names, or `*` for every tenant; empty makes it private again.
+   *
+   * @returns the record as changed.
+   * @throws AdapterNotFoundError when there is no such adapter, or it is another tenant's (a
+   *   tenant learns nothing of adapters it cannot see).
+   * @throws InvalidSharingError for a name that cannot be a tenant's.
+   */
+  async share(
+    baseKey: string,
+    name: string,
+    owner: string,
+    sharedWith: readonly string[],
+  ): Promise<AdapterRecord> {
+    const bad = sharedWith.find((t) => t !== "*" && !isTenantName(t));
+    if (bad !== undefined) {
+      throw new InvalidSharingError(`cannot share with ${JSON.stringify(bad)}: not a tenant name`);
+    }
+    const key = adapterIndexKey(baseKey, name);
+    let changed: AdapterRecord | undefined;
+    await this.#index.mutate(key, (current): IndexChange => {
+      if (current === undefined || current.versions.length === 0 || current.owner !== owner) {
+        throw notFound(baseKey, name);
+      }
+      changed = { ...current, sharedWith: [...new Set(sharedWith)].sort() };
+      return { put: changed };
+    });
+    return changed as AdapterRecord;
   }
 
   /**

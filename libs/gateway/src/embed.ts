@@ -1,7 +1,9 @@
 import type { Context } from "@opentelemetry/api";
 import type { Annotate } from "@shoal/annotation";
-import type { Catalog, ModelEntry } from "@shoal/config";
+import type { ModelEntry } from "@shoal/config";
 import type { Priority } from "@shoal/proto";
+import type { Principal } from "@shoal/tenants";
+import type { ModelAccess } from "./access.js";
 import { InternalError } from "./errors.js";
 import type { BlobOffload, StoredBlob } from "./offload.js";
 import type { Submitted, TaskCall, WorkTask } from "./submission.js";
@@ -25,6 +27,8 @@ export interface EmbedCall {
   readonly timeoutMs?: number;
   /** Refuse at once, with a retry hint, when no copy of the model is resident. */
   readonly noWait?: boolean;
+  /** Whom the call acts for: its API key's principal; none on an open cluster. */
+  readonly caller?: Principal | undefined;
 }
 
 /** Where one request's time went, in microseconds. Parts run in parallel: the slowest counts. */
@@ -49,7 +53,8 @@ export interface EmbedOutcome {
 
 /** What the embedding family needs from the gateway around it. */
 export interface EmbedDeps {
-  readonly catalog: Catalog;
+  /** What a call may use (`Gateway.access`). */
+  readonly access: (caller: Principal | undefined) => ModelAccess;
   readonly limits: EmbedLimits;
   /** Stores inputs too large for the queue; without it they are refused by `maxInputChars`. */
   readonly offload: BlobOffload | undefined;
@@ -87,10 +92,11 @@ export async function embedRequest(
       offload !== undefined &&
       (text.length > limits.maxInputChars || Buffer.byteLength(text) > offload.thresholdBytes),
   );
+  const access = deps.access(call.caller);
   const model =
     tokenInputs.length > 0
-      ? validateTokenInputs(deps.catalog, call.model, tokenInputs, limits)
-      : validateEmbed(deps.catalog, call.model, call.inputs, limits, (i) => oversized[i] === true);
+      ? validateTokenInputs(access, call.model, tokenInputs, limits)
+      : validateEmbed(access, call.model, call.inputs, limits, (i) => oversized[i] === true);
   deps.admit(model, call);
   const blobs =
     offload === undefined ? [] : await storeOversized(offload, call.inputs, oversized, ctx);

@@ -7,6 +7,8 @@ export abstract class RequestError extends Error {
   abstract readonly kind:
     | "invalid_argument"
     | "not_found"
+    | "unauthenticated"
+    | "permission_denied"
     | "deadline_exceeded"
     | "resource_exhausted"
     | "payload_too_large"
@@ -36,6 +38,28 @@ export class AdapterNotFoundError extends RequestError {
   readonly kind = "not_found";
   constructor(readonly model: string) {
     super(`adapter "${model}" is not published; GET /v1/models lists the adapters there are`);
+  }
+}
+
+/** No API key, or one that is not valid (unknown, revoked, malformed). */
+export class UnauthenticatedRequestError extends RequestError {
+  override readonly name = "UnauthenticatedRequestError";
+  readonly kind = "unauthenticated";
+}
+
+/** A valid key whose tenant has no grant for what the request names. */
+export class PermissionDeniedError extends RequestError {
+  override readonly name = "PermissionDeniedError";
+  readonly kind = "permission_denied";
+  constructor(
+    message: string,
+    /** Who was refused, for the audit line. */
+    readonly tenant: string,
+    readonly keyPrefix: string,
+    /** What it asked for: a model id. */
+    readonly target: string,
+  ) {
+    super(message);
   }
 }
 

@@ -14,6 +14,8 @@ import type { Catalog, ModelEntry } from "@shoal/config";
 import { replySubject } from "@shoal/jetstream";
 import type { ResidencyView } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
+import type { Principal } from "@shoal/tenants";
+import { ModelAccess, type AccessMode } from "./access.js";
 import {
   DeadlineExceededError,
   InternalError,
@@ -47,6 +49,8 @@ export interface GatewayOptions {
   readonly offload?: BlobOffload;
   /** Where models are resident, for `noWait` calls; without it they wait like any other. */
   readonly residency?: ResidencyView;
+  /** Whether every call must carry its API key's principal. @default "open" */
+  readonly access?: AccessMode;
 }
 
 /**
@@ -65,7 +69,7 @@ export class Gateway {
     this.#options = options;
     this.#replySubject = replySubject(options.ingressId ?? randomUUID().replaceAll("-", ""));
     this.#embedding = {
-      catalog: options.catalog,
+      access: (caller) => this.access(caller),
       limits: {
         maxInputs: options.limits?.maxInputs ?? 2048,
         maxInputChars: options.limits?.maxInputChars ?? 1_000_000,
@@ -95,6 +99,15 @@ export class Gateway {
 
   get catalog(): Catalog {
     return this.#options.catalog;
+  }
+
+  /**
+   * What a call acting for `caller` may use.
+   *
+   * @throws UnauthenticatedRequestError when keys are required and `caller` is undefined.
+   */
+  access(caller: Principal | undefined): ModelAccess {
+    return ModelAccess.of(this.#options.catalog, this.#options.access ?? "open", caller);
   }
 
   /** Requests held right now. */

@@ -1,30 +1,33 @@
 import { compileCatalog } from "@shoal/config";
 import { describe, expect, it } from "vitest";
+import { ModelAccess } from "./access.js";
 import { InvalidArgumentError, ModelNotFoundError } from "./errors.js";
 import { DEFAULT_GENERATE_LIMITS, validateGenerate, type GenerateCall } from "./generate-call.js";
 
-const catalog = compileCatalog(
-  {
-    models: [
-      {
-        id: "gen",
-        key: "gen",
-        family: "generator",
-        dimensions: 0,
-        maxInputTokens: 2048,
-        source: { kind: "dir", path: "/m/gen" },
-      },
-      {
-        id: "emb",
-        key: "emb",
-        family: "embedding",
-        dimensions: 4,
-        maxInputTokens: 16,
-        source: { kind: "dir", path: "/m/emb" },
-      },
-    ],
-  },
-  { modelsDir: "/unused" },
+const catalog = ModelAccess.open(
+  compileCatalog(
+    {
+      models: [
+        {
+          id: "gen",
+          key: "gen",
+          family: "generator",
+          dimensions: 0,
+          maxInputTokens: 2048,
+          source: { kind: "dir", path: "/m/gen" },
+        },
+        {
+          id: "emb",
+          key: "emb",
+          family: "embedding",
+          dimensions: 4,
+          maxInputTokens: 16,
+          source: { kind: "dir", path: "/m/emb" },
+        },
+      ],
+    },
+    { modelsDir: "/unused" },
+  ),
 );
 
 const ok: GenerateCall = { model: "gen", messages: [{ role: "user", content: "hi" }] };
@@ -49,7 +52,7 @@ describe("validateGenerate", () => {
   it("reads an adapter of the base model from the model field", () => {
     expect(
       validateGenerate(catalog, { ...ok, model: "gen:support-bot@2" }, DEFAULT_GENERATE_LIMITS),
-    ).toEqual({ model: catalog.find("gen"), adapter: { name: "support-bot", version: 2 } });
+    ).toEqual({ model: catalog.model("gen"), adapter: { name: "support-bot", version: 2 } });
     expect(
       validateGenerate(catalog, { ...ok, model: "gen:support-bot" }, DEFAULT_GENERATE_LIMITS)
         .adapter,

@@ -3,9 +3,11 @@ import {
   parseModelReference,
   type AdapterReference,
 } from "@shoal/adapters";
-import type { Catalog, ModelEntry } from "@shoal/config";
+import type { ModelEntry } from "@shoal/config";
 import type { Priority } from "@shoal/proto";
-import { InvalidArgumentError, ModelNotFoundError } from "./errors.js";
+import type { Principal } from "@shoal/tenants";
+import type { ModelAccess } from "./access.js";
+import { InvalidArgumentError } from "./errors.js";
 
 /** One chat turn. */
 export interface ChatTurn {
@@ -34,6 +36,8 @@ export interface GenerateCall {
   readonly timeoutMs?: number;
   /** Refuse at once, with a retry hint, when no copy of the model is resident. */
   readonly noWait?: boolean;
+  /** Whom the call acts for: its API key's principal; none on an open cluster. */
+  readonly caller?: Principal | undefined;
 }
 
 /** Limits a generation request must respect, checked before anything is queued. */
@@ -74,7 +78,7 @@ export interface GenerateTarget {
  * sidecar accepts, so nothing the sidecar would refuse is ever queued.
  */
 export function validateGenerate(
-  catalog: Catalog,
+  access: ModelAccess,
   call: GenerateCall,
   limits: GenerateLimits,
 ): GenerateTarget {
@@ -85,13 +89,7 @@ export function validateGenerate(
     if (err instanceof InvalidModelReferenceError) throw new InvalidArgumentError(err.message);
     throw err;
   }
-  const entry = catalog.find(reference.base);
-  if (entry === undefined) {
-    throw new ModelNotFoundError(
-      reference.base,
-      catalog.models.map((m) => m.id),
-    );
-  }
+  const entry = access.model(reference.base);
   if (entry.family !== "generator") {
     throw new InvalidArgumentError(`model "${call.model}" is a ${entry.family}, not a generator`);
   }

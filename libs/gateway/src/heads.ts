@@ -1,7 +1,9 @@
 import type { Context } from "@opentelemetry/api";
-import type { Catalog, ModelEntry } from "@shoal/config";
+import type { ModelEntry } from "@shoal/config";
 import type { ClassifyResult, ExtractResult, Priority, ScoreResult } from "@shoal/proto";
-import { InternalError, InvalidArgumentError, ModelNotFoundError } from "./errors.js";
+import type { Principal } from "@shoal/tenants";
+import type { ModelAccess } from "./access.js";
+import { InternalError, InvalidArgumentError } from "./errors.js";
 import type { Gateway } from "./gateway.js";
 import type { PartOutcome } from "./pending.js";
 
@@ -26,6 +28,8 @@ interface Common {
   readonly timeoutMs?: number;
   /** Refuse at once, with a retry hint, when no copy of the model is resident. */
   readonly noWait?: boolean;
+  /** Whom the call acts for: its API key's principal; none on an open cluster. */
+  readonly caller?: Principal | undefined;
 }
 
 export interface RerankCall extends Common {
@@ -69,18 +73,12 @@ export interface ExtractOutcome {
 }
 
 function model(
-  catalog: Catalog,
+  access: ModelAccess,
   id: string,
   families: readonly string[],
   what: string,
 ): ModelEntry {
-  const entry = catalog.find(id);
-  if (entry === undefined) {
-    throw new ModelNotFoundError(
-      id,
-      catalog.models.map((m) => m.id),
-    );
-  }
+  const entry = access.model(id);
   if (!families.includes(entry.family)) {
     throw new InvalidArgumentError(`model "${id}" is of family "${entry.family}", not ${what}`);
   }
@@ -119,7 +117,7 @@ export async function rerank(
   ctx: Context,
   limits: HeadLimits = DEFAULT_HEAD_LIMITS,
 ): Promise<RerankOutcome> {
-  const entry = model(gateway.catalog, call.model, ["reranker"], "a reranker");
+  const entry = model(gateway.access(call.caller), call.model, ["reranker"], "a reranker");
   if (call.query.length === 0) throw new InvalidArgumentError("query must not be empty");
   if (call.query.length > limits.maxInputChars) {
     throw new InvalidArgumentError(`query is longer than ${limits.maxInputChars} characters`);
@@ -152,7 +150,7 @@ export async function extract(
   limits: HeadLimits = DEFAULT_HEAD_LIMITS,
 ): Promise<ExtractOutcome> {
   const entry = model(
-    gateway.catalog,
+    gateway.access(call.caller),
     call.model,
     ["token-classifier", "sequence-classifier"],
     "a token or sequence classifier",

@@ -6,7 +6,9 @@ export { Gateway } from "./gateway.js";
 export type { GatewayOptions } from "./gateway.js";
 export type { EmbedCall, EmbedOutcome, RequestTimings } from "./embed.js";
 export type { Submitted, TaskCall, WorkTask } from "./submission.js";
-export type { AdapterResolver, ListedAdapter } from "./adapter-resolver.js";
+export type { AdapterResolver, ListedAdapter, ResolvedAdapter } from "./adapter-resolver.js";
+export { ModelAccess } from "./access.js";
+export type { AccessMode, AdapterSharing } from "./access.js";
 export { PublishedAdapters } from "./published-adapters.js";
 export {
   AdapterNotFoundError,
@@ -16,7 +18,9 @@ export {
   ModelNotFoundError,
   OverloadedError,
   PayloadTooLargeError,
+  PermissionDeniedError,
   RequestError,
+  UnauthenticatedRequestError,
   UnavailableError,
 } from "./errors.js";
 export type { BlobOffload, StoredBlob } from "./offload.js";

@@ -6,7 +6,7 @@ import {
   type AdapterWatch,
 } from "@shoal/adapters";
 import type { Logger } from "@shoal/telemetry";
-import type { AdapterResolver, ListedAdapter } from "./adapter-resolver.js";
+import type { AdapterResolver, ListedAdapter, ResolvedAdapter } from "./adapter-resolver.js";
 
 /**
  * The adapter registry's index as this ingress sees it: a copy kept current by a watch of the
@@ -34,11 +34,15 @@ export class PublishedAdapters implements AdapterResolver {
     return new PublishedAdapters(await store.watch(), logger);
   }
 
-  resolve(baseKey: string, name: string, version?: number): number | undefined {
-    const versions = this.#records.get(key(baseKey, name))?.versions;
-    if (versions === undefined || versions.length === 0) return undefined;
-    if (version === undefined) return versions[versions.length - 1]?.version;
-    return versions.some((v) => v.version === version) ? version : undefined;
+  resolve(baseKey: string, name: string, version?: number): ResolvedAdapter | undefined {
+    const record = this.#records.get(key(baseKey, name));
+    const versions = record?.versions ?? [];
+    const chosen =
+      version === undefined
+        ? versions[versions.length - 1]?.version
+        : versions.find((v) => v.version === version)?.version;
+    if (record === undefined || chosen === undefined) return undefined;
+    return { version: chosen, owner: record.owner, sharedWith: record.sharedWith };
   }
 
   list(): ListedAdapter[] {
@@ -48,6 +52,7 @@ export class PublishedAdapters implements AdapterResolver {
         model: formatAdapterReference(r.base, { name: r.name }),
         base: r.base,
         owner: r.owner,
+        sharedWith: r.sharedWith,
         latestVersion: r.versions[r.versions.length - 1]?.version ?? 0,
         created: Math.floor(Date.parse(r.versions[0]?.createdAt ?? r.createdAt) / 1000),
       }))

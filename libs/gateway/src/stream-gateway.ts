@@ -14,7 +14,9 @@ import {
 } from "@shoal/proto";
 import type { ResidencyView } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
-import type { AdapterResolver } from "./adapter-resolver.js";
+import type { Principal } from "@shoal/tenants";
+import { ModelAccess, type AccessMode } from "./access.js";
+import type { AdapterResolver, ListedAdapter } from "./adapter-resolver.js";
 import { AdapterNotFoundError, UnavailableError } from "./errors.js";
 import {
   DEFAULT_GENERATE_LIMITS,
@@ -52,6 +54,8 @@ export interface StreamGatewayOptions {
   readonly residency?: ResidencyView;
   /** The published LoRA adapters; without it, a request naming an adapter is NOT_FOUND. */
   readonly adapters?: AdapterResolver;
+  /** Whether every call must carry its API key's principal. @default "open" */
+  readonly access?: AccessMode;
 }
 
 /** A generation that has started: its first event has arrived. */
@@ -113,6 +117,23 @@ export class StreamGateway {
     return this.#o.adapters;
   }
 
+  /**
+   * What a call acting for `caller` may use.
+   *
+   * @throws UnauthenticatedRequestError when keys are required and `caller` is undefined.
+   */
+  access(caller: Principal | undefined): ModelAccess {
+    return ModelAccess.of(this.#o.catalog, this.#o.access ?? "open", caller);
+  }
+
+  /** The published adapters `access` may see, sorted by what a request names. */
+  visibleAdapters(access: ModelAccess): ListedAdapter[] {
+    const granted = new Set(access.models().map((m) => m.id));
+    return (this.#o.adapters?.list() ?? []).filter(
+      (a) => granted.has(a.base) && access.seesAdapter(a),
+    );
+  }
+
   /** Streams held right now. */
   get streams(): number {
     return this.#streams.size;
@@ -134,14 +155,17 @@ export class StreamGateway {
     /** Aborted when the client goes away: the generation is cancelled, queued or running. */
     signal?: AbortSignal,
   ): Promise<StartedGeneration> {
-    const { model, adapter } = validateGenerate(this.#o.catalog, call, this.#limits);
-    const adapterVersion =
+    const access = this.access(call.caller);
+    const { model, adapter } = validateGenerate(access, call, this.#limits);
+    const resolved =
       adapter === undefined
         ? undefined
         : this.#o.adapters?.resolve(model.key, adapter.name, adapter.version);
-    if (adapter !== undefined && adapterVersion === undefined) {
+    // Another tenant's private adapter answers exactly as one that does not exist.
+    if (adapter !== undefined && (resolved === undefined || !access.seesAdapter(resolved))) {
       throw new AdapterNotFoundError(call.model);
     }
+    const adapterVersion = resolved?.version;
     refuseUnlessResident(this.#o.nc, this.#o.residency, model, call.noWait);
     admit(this.#streams.size, this.#o.maxStreams ?? 1000, "generations");
     const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#o);

@@ -1,5 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Priority, WorkRequestSchema } from "@shoal/proto";
+import type { Principal } from "@shoal/tenants";
 import type { Assembled } from "./pending.js";
 
 /** A task as the work request carries it (`embed`, `score`, `classify`, `extract`, …). */
@@ -12,6 +13,8 @@ export interface TaskCall {
   readonly timeoutMs?: number;
   /** Refuse at once, with a retry hint, when no copy of the model is resident. */
   readonly noWait?: boolean;
+  /** Whom the call acts for: its API key's principal; none on an open cluster. */
+  readonly caller?: Principal | undefined;
 }
 
 /** A submitted request, answered. */

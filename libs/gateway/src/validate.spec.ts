@@ -1,30 +1,33 @@
 import { compileCatalog } from "@shoal/config";
 import { describe, expect, it } from "vitest";
+import { ModelAccess } from "./access.js";
 import { InvalidArgumentError, ModelNotFoundError } from "./errors.js";
 import { validateEmbed, validateTokenInputs } from "./validate.js";
 
-const catalog = compileCatalog(
-  {
-    models: [
-      {
-        id: "emb",
-        key: "emb",
-        family: "embedding",
-        dimensions: 4,
-        maxInputTokens: 8,
-        source: { kind: "dir", path: "/m" },
-      },
-      {
-        id: "gen",
-        key: "gen",
-        family: "generator",
-        dimensions: 0,
-        maxInputTokens: 8,
-        source: { kind: "dir", path: "/g" },
-      },
-    ],
-  },
-  { modelsDir: "/cache" },
+const catalog = ModelAccess.open(
+  compileCatalog(
+    {
+      models: [
+        {
+          id: "emb",
+          key: "emb",
+          family: "embedding",
+          dimensions: 4,
+          maxInputTokens: 8,
+          source: { kind: "dir", path: "/m" },
+        },
+        {
+          id: "gen",
+          key: "gen",
+          family: "generator",
+          dimensions: 0,
+          maxInputTokens: 8,
+          source: { kind: "dir", path: "/g" },
+        },
+      ],
+    },
+    { modelsDir: "/cache" },
+  ),
 );
 const limits = { maxInputs: 3, maxInputChars: 10 };
 

@@ -1,5 +1,6 @@
-import type { Catalog, ModelEntry } from "@shoal/config";
-import { InvalidArgumentError, ModelNotFoundError } from "./errors.js";
+import type { ModelEntry } from "@shoal/config";
+import type { ModelAccess } from "./access.js";
+import { InvalidArgumentError } from "./errors.js";
 
 export interface EmbedLimits {
   /** @default 2048 */
@@ -15,13 +16,13 @@ export interface EmbedLimits {
  * request body limit instead of `maxInputChars`.
  */
 export function validateEmbed(
-  catalog: Catalog,
+  access: ModelAccess,
   model: string,
   inputs: readonly string[],
   limits: EmbedLimits,
   offloaded: (index: number) => boolean = () => false,
 ): ModelEntry {
-  const entry = embeddingModel(catalog, model);
+  const entry = embeddingModel(access, model);
   checkCount(inputs.length, limits);
   inputs.forEach((text, index) => {
     if (text.length === 0) throw new InvalidArgumentError(`input ${index} is an empty string`);
@@ -40,12 +41,12 @@ export function validateEmbed(
  * since only it loads the tokenizer.
  */
 export function validateTokenInputs(
-  catalog: Catalog,
+  access: ModelAccess,
   model: string,
   inputs: readonly (readonly number[])[],
   limits: EmbedLimits,
 ): ModelEntry {
-  const entry = embeddingModel(catalog, model);
+  const entry = embeddingModel(access, model);
   checkCount(inputs.length, limits);
   inputs.forEach((ids, index) => {
     if (ids.length === 0) throw new InvalidArgumentError(`input ${index} has no token ids`);
@@ -62,14 +63,8 @@ export function validateTokenInputs(
   return entry;
 }
 
-function embeddingModel(catalog: Catalog, model: string): ModelEntry {
-  const entry = catalog.find(model);
-  if (entry === undefined) {
-    throw new ModelNotFoundError(
-      model,
-      catalog.models.map((m) => m.id),
-    );
-  }
+function embeddingModel(access: ModelAccess, model: string): ModelEntry {
+  const entry = access.model(model);
   if (entry.family !== "embedding") {
     throw new InvalidArgumentError(`model "${model}" is a ${entry.family}, not an embedding model`);
   }

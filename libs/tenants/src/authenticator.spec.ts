@@ -46,7 +46,15 @@ describe("authenticate", () => {
     const dir = directory([good.record, revoked.record, orphan.record], [acme]);
     const forged = `shoal_${good.record.prefix}_${"A".repeat(43)}`;
     const altered = good.key.slice(0, -1) + (good.key.endsWith("A") ? "B" : "A");
-    for (const bad of [forged, altered, revoked.key, orphan.key, generateApiKey().key, "nope"]) {
+    const cases: [string, string][] = [
+      [forged, "wrong secret for the prefix"],
+      [altered, "wrong secret for the prefix"],
+      [revoked.key, "revoked"],
+      [orphan.key, "tenant deleted"],
+      [generateApiKey().key, "unknown key"],
+      ["nope", "not a Shoal key"],
+    ];
+    for (const [bad, reason] of cases) {
       const thrown = (() => {
         try {
           authenticate(dir, bad);
@@ -57,6 +65,8 @@ describe("authenticate", () => {
       })();
       expect(thrown, bad).toBeInstanceOf(UnauthenticatedError);
       expect((thrown as Error).message).toBe("the API key is not valid");
+      // The reason is for the audit line only.
+      expect((thrown as UnauthenticatedError).reason).toBe(reason);
     }
   });
 });

@@ -15,12 +15,16 @@ export class UnauthenticatedError extends Error {
   override readonly name = "UnauthenticatedError";
   constructor(
     message: string,
+    /** Why, for the audit line only: the client sees `message`, the same for every key. */
+    readonly reason: string,
     /** The presented key's prefix, when it had a key's shape: for the audit line. */
     readonly keyPrefix?: string,
   ) {
     super(message);
   }
 }
+
+const NOT_VALID = "the API key is not valid";
 
 /** What the authenticator reads: the live copy of the tenant store. */
 export interface TenantDirectory {
@@ -36,17 +40,20 @@ export interface TenantDirectory {
  */
 export function authenticate(directory: TenantDirectory, presented: string): Principal {
   const parsed = parseApiKey(presented);
-  if (parsed === undefined) throw new UnauthenticatedError("the API key is not valid");
+  if (parsed === undefined) throw new UnauthenticatedError(NOT_VALID, "not a Shoal key");
   const record = directory.key(parsed.prefix);
-  if (record === undefined || !matchesDigest(presented, record.digest)) {
-    throw new UnauthenticatedError("the API key is not valid", parsed.prefix);
+  if (record === undefined) {
+    throw new UnauthenticatedError(NOT_VALID, "unknown key", parsed.prefix);
+  }
+  if (!matchesDigest(presented, record.digest)) {
+    throw new UnauthenticatedError(NOT_VALID, "wrong secret for the prefix", parsed.prefix);
   }
   if (record.revokedAt !== undefined) {
-    throw new UnauthenticatedError("the API key is not valid", parsed.prefix);
+    throw new UnauthenticatedError(NOT_VALID, "revoked", parsed.prefix);
   }
   const tenant = directory.tenant(record.tenant);
   if (tenant === undefined) {
-    throw new UnauthenticatedError("the API key is not valid", parsed.prefix);
+    throw new UnauthenticatedError(NOT_VALID, "tenant deleted", parsed.prefix);
   }
   return { tenant: tenant.name, keyPrefix: record.prefix, grants: tenant.grants };
 }
@@ -60,7 +67,10 @@ export function authenticate(directory: TenantDirectory, presented: string): Pri
 export function bearerKey(authorization: string | undefined): string {
   const match = /^Bearer +(\S+) *$/i.exec(authorization ?? "");
   if (match?.[1] === undefined) {
-    throw new UnauthenticatedError("send an API key as Authorization: Bearer <key>");
+    throw new UnauthenticatedError(
+      "send an API key as Authorization: Bearer <key>",
+      authorization === undefined ? "no key" : "not a bearer credential",
+    );
   }
   return match[1];
 }

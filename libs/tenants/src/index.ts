@@ -1,3 +1,5 @@
+export { accessMode, isLoopback, type AccessMode } from "./access-mode.js";
+export { audit, type AuditEvent } from "./audit.js";
 export { digestApiKey, generateApiKey, parseApiKey, type NewApiKey } from "./api-key.js";
 export {
   authenticate,

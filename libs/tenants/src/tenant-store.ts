@@ -21,7 +21,8 @@ export class TenantStoreError extends Error {
   override readonly name = "TenantStoreError";
   constructor(
     message: string,
-    readonly code: "invalid" | "exists" | "not_found",
+    /** `conflict`: another admin changed the record meanwhile; read it again and retry. */
+    readonly code: "invalid" | "exists" | "not_found" | "conflict",
   ) {
     super(message);
   }
@@ -134,8 +135,7 @@ export class TenantStore {
       throw new TenantStoreError(`no tenant ${name}`, "not_found");
     }
     const record = { ...decodeTenant(entry.value), grants };
-    // Fails (wrong last sequence) if another admin changed the tenant since it was read.
-    await this.#kv.update(tenantKey(name), encodeRecord(record), entry.revision);
+    await this.#update(tenantKey(name), encodeRecord(record), entry.revision);
     this.#tenants.set(name, record);
     return record;
   }
@@ -177,7 +177,7 @@ export class TenantStore {
     const current = decodeKey(entry.value);
     if (current.revokedAt !== undefined) return current;
     const record: KeyRecord = { ...current, revokedAt: new Date().toISOString() };
-    await this.#kv.update(apiKeyKey(prefix), encodeRecord(record), entry.revision);
+    await this.#update(apiKeyKey(prefix), encodeRecord(record), entry.revision);
     this.#keys.set(prefix, record);
     return record;
   }
@@ -188,6 +188,21 @@ export class TenantStore {
     const made = await this.createKey(old.tenant, old.label);
     await this.revokeKey(prefix);
     return made;
+  }
+
+  /** Writes `value` only if the record is still at `revision`: no change overwrites another. */
+  async #update(key: string, value: Uint8Array, revision: number): Promise<void> {
+    try {
+      await this.#kv.update(key, value, revision);
+    } catch (err) {
+      if (isWrongLastSequence(err)) {
+        throw new TenantStoreError(
+          `${key} was changed by someone else meanwhile; read it again and retry`,
+          "conflict",
+        );
+      }
+      throw err;
+    }
   }
 
   async #read(prefix: string): Promise<KeyRecord> {

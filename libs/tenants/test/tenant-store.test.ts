@@ -34,7 +34,7 @@ it("creates tenants and keys that another process authenticates, and stops on re
   await admin.createTenant("acme", { models: ["m1"], admin: [] });
   const { key, record } = await admin.createKey("acme", "ci");
   expect(record).not.toHaveProperty("key");
-  expect(JSON.stringify(admin.keys())).not.toContain(key.split("_")[2]);
+  expect(JSON.stringify(admin.keys())).not.toContain(key.slice(-43));
   await expect.poll(() => edge.key(record.prefix)?.tenant, { timeout: 5_000 }).toBe("acme");
   expect(authenticate(edge, key)).toMatchObject({ tenant: "acme", keyPrefix: record.prefix });
 

@@ -11,8 +11,9 @@ export interface ProtocolError {
 
 /**
  * The one place domain errors become protocol statuses. Overload is RESOURCE_EXHAUSTED/429,
- * bad input INVALID_ARGUMENT/400, unknown model NOT_FOUND/404, an unhealthy pipeline
- * UNAVAILABLE/503.
+ * bad input INVALID_ARGUMENT/400, unknown model NOT_FOUND/404, no valid API key
+ * UNAUTHENTICATED/401, a model outside the key's grants PERMISSION_DENIED/403, an unhealthy
+ * pipeline UNAVAILABLE/503.
  */
 const TABLE: Readonly<Record<RequestError["kind"], ProtocolError>> = {
   invalid_argument: {
@@ -21,6 +22,12 @@ const TABLE: Readonly<Record<RequestError["kind"], ProtocolError>> = {
     openaiType: "invalid_request_error",
   },
   not_found: { connect: Code.NotFound, http: 404, openaiType: "invalid_request_error" },
+  unauthenticated: { connect: Code.Unauthenticated, http: 401, openaiType: "authentication_error" },
+  permission_denied: {
+    connect: Code.PermissionDenied,
+    http: 403,
+    openaiType: "permission_error",
+  },
   deadline_exceeded: { connect: Code.DeadlineExceeded, http: 504, openaiType: "timeout_error" },
   resource_exhausted: {
     connect: Code.ResourceExhausted,

@@ -8,6 +8,7 @@ import {
   failStart,
   superviseReplicas,
 } from "@shoal/process";
+import { accessMode } from "@shoal/tenants";
 import { run } from "./run.js";
 
 const env = process.env;
@@ -22,11 +23,14 @@ if (processes > 1 && superviseReplicas(processes, booted) === "supervisor") {
 async function serve(): Promise<void> {
   try {
     const catalog = await catalogFromEnv(env);
+    const host = envOptional(env, "SHOAL_HOST");
+    const access = accessMode("ingress", host ?? "127.0.0.1", envOptional(env, "SHOAL_AUTH"));
     const ingress = await run({
       natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
       catalog,
       port: envInt(env, "SHOAL_PORT"),
-      host: envOptional(env, "SHOAL_HOST"),
+      host,
+      access,
       partMaxPaddedTokens: envInt(env, "SHOAL_PART_MAX_PADDED_TOKENS"),
       partMaxInputs: envInt(env, "SHOAL_PART_MAX_INPUTS"),
       maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),

@@ -6,7 +6,8 @@ import type { Tracer } from "@opentelemetry/api";
 import { Annotator, Backlog } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
 import { AdapterStore } from "@shoal/adapters";
-import { Gateway, PublishedAdapters, StreamGateway } from "@shoal/gateway";
+import { Gateway, PublishedAdapters, StreamGateway, type AccessMode } from "@shoal/gateway";
+import { TenantStore } from "@shoal/tenants";
 import {
   ensureWorkStream,
   type WorkStreamOptions,
@@ -16,6 +17,9 @@ import {
 } from "@shoal/jetstream";
 import { Health, InferenceService, reflectionV1, reflectionV1alpha } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
+import { handleAdmin, isAdminPath } from "./admin/admin-routes.js";
+import { authInterceptor } from "./connect/auth-interceptor.js";
+import { EdgeAuth } from "./edge-auth.js";
 import { healthRoutes } from "./connect/health-service.js";
 import { inferenceRoutes } from "./connect/inference-service.js";
 import { reflectionRoutes } from "./connect/reflection-service.js";
@@ -77,6 +81,11 @@ export interface IngressOptions {
   readonly tracer: Tracer;
   /** Where ingress registers its request metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry;
+  /**
+   * `keys`: every inference request needs an API key of a tenant in the `SHOAL_TENANTS` KV
+   * bucket, and may use only what its tenant's grants name. @default "open"
+   */
+  readonly access?: AccessMode;
 }
 
 export interface RunningIngress {
@@ -132,6 +141,9 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     onQueued: arrivals,
   });
   logger.info({ vocabularies: await annotator.preloadVocabularies() }, "vocabularies read");
+  const access = options.access ?? "open";
+  const tenants = access === "keys" ? await TenantStore.open(nc, logger) : undefined;
+  const auth = tenants === undefined ? EdgeAuth.open(logger) : EdgeAuth.keys(tenants, logger);
   const residency = await ResidencyView.start(nc, logger);
   // The LoRA adapters the registry has published: generation requests may name them.
   const adapters = await PublishedAdapters.follow(await AdapterStore.open(nc, { logger }), logger);
@@ -144,6 +156,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     maxPending: options.maxPending,
     offload: blobOffload(nc, offloadThresholdBytes, tracer),
     residency,
+    access,
   });
   const streams = await StreamGateway.start({
     nc,
@@ -154,6 +167,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     idleTimeoutMs: options.streamIdleTimeoutMs,
     residency,
     adapters,
+    access,
   });
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const connectHandler = connectNodeAdapter({
@@ -163,6 +177,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       reflectionRoutes([InferenceService, Health])(router);
     },
     readMaxBytes: maxBodyBytes,
+    interceptors: [authInterceptor(auth, { tracer, metrics, logger })],
     // A path no route or RPC serves gets a body saying so, in Connect's error shape, rather
     // than an empty 404.
     fallback: (req, res) => {
@@ -178,7 +193,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       res.end(body);
     },
   });
-  const rest = { gateway, streams, tracer, metrics, logger, maxBodyBytes };
+  const rest = { gateway, streams, tracer, metrics, logger, maxBodyBytes, auth };
   const rpcs = rpcPaths([
     InferenceService,
     Health,
@@ -190,6 +205,8 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (isRestPath(path)) {
         void handleRest(req, res, rest);
+      } else if (isAdminPath(path)) {
+        void handleAdmin(req, res, { auth, tenants, logger });
       } else if (refuseWrongMethod(req, res, path, rpcs)) {
         return;
       } else if (refuseOversizedRpc(req, res, maxBodyBytes)) {
@@ -207,6 +224,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     {
       port: server.port,
       bundle: options.catalog.bundle?.path ?? "none",
+      access,
     },
     "ingress listening",
   );
@@ -222,6 +240,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       streams.close();
       await adapters.stop();
       residency.stop();
+      tenants?.stop();
       backlog.stop();
       publisher.close();
       await drainOrClose(nc);

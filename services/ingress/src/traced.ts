@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode, trace, type Context, type Tracer } from "@opentelemetry/api";
-import type { RequestTimings } from "@shoal/gateway";
-import { extractContext, type HeaderCarrier } from "@shoal/telemetry";
+import { PermissionDeniedError, type RequestTimings } from "@shoal/gateway";
+import { extractContext, type HeaderCarrier, type Logger } from "@shoal/telemetry";
+import { audit } from "@shoal/tenants";
 import { asRequestError } from "./error-table.js";
 import type { IngressMetrics } from "./metrics.js";
 
@@ -9,6 +10,8 @@ export interface Edge {
   readonly tracer: Tracer;
   /** Without, nothing is counted (tests that build a handler alone). */
   readonly metrics?: IngressMetrics | undefined;
+  /** Where requests refused for their key's grants are audited. */
+  readonly logger: Logger;
 }
 
 /**
@@ -37,6 +40,7 @@ export async function traced<T>(
   } catch (err) {
     span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
     done?.(asRequestError(err).kind, undefined);
+    auditDenied(edge, name, err);
     if (typeof err === "object" && err !== null) counted.add(err);
     throw err;
   } finally {
@@ -54,6 +58,20 @@ const counted = new WeakSet<object>();
 export function countRefused(edge: Edge, route: string, err: unknown): void {
   if (typeof err === "object" && err !== null && counted.has(err)) return;
   edge.metrics?.refused(route, asRequestError(err).kind);
+  auditDenied(edge, route, err);
+}
+
+/** A valid key asking for what its grants do not cover is worth an audit line. */
+function auditDenied(edge: Edge, route: string, err: unknown): void {
+  if (!(err instanceof PermissionDeniedError)) return;
+  audit(edge.logger, {
+    action: "request",
+    outcome: "denied",
+    tenant: err.tenant,
+    keyPrefix: err.keyPrefix,
+    target: `${route} ${err.target}`,
+    reason: "no grant for the model",
+  });
 }
 
 /** The phases of an answer that carries them (embeddings, scores, entities). */

@@ -3,12 +3,14 @@ import {
   AdapterNotFoundError,
   AdapterOwnershipError,
   ArchiveTooLargeError,
+  InvalidSharingError,
   InvalidAdapterError,
   InvalidArchiveError,
   InvalidModelReferenceError,
 } from "@shoal/adapters";
 import {
   BadRequestError,
+  ForbiddenError,
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
@@ -36,7 +38,10 @@ type ErrorClass = abstract new (...args: never[]) => Error;
  */
 const TABLE: readonly (readonly [ErrorClass, number, string])[] = [
   [UnauthenticatedError, 401, "unauthenticated"],
-  [AdapterOwnershipError, 403, "forbidden"],
+  [ForbiddenError, 403, "forbidden"],
+  // Only a race with another tenant's upload of the same name gets here.
+  [AdapterOwnershipError, 409, "conflict"],
+  [InvalidSharingError, 400, "bad_request"],
   [NotFoundError, 404, "not_found"],
   [AdapterNotFoundError, 404, "not_found"],
   [MethodNotAllowedError, 405, "method_not_allowed"],

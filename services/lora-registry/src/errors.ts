@@ -3,9 +3,14 @@
  * through unchanged; `error-table.ts` maps both to HTTP statuses in one place.
  */
 
-/** No bearer token, or one no tenant holds. */
+/** No API key, or one that is not valid (unknown, revoked, malformed). */
 export class UnauthenticatedError extends Error {
   override readonly name = "UnauthenticatedError";
+}
+
+/** A valid key whose tenant has no grant for what it asked (a base model). */
+export class ForbiddenError extends Error {
+  override readonly name = "ForbiddenError";
 }
 
 /** The URL names no route, or no catalog model. */

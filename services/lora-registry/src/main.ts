@@ -8,18 +8,18 @@ import {
   failStart,
 } from "@shoal/process";
 import { run } from "./run.js";
-import { loadTenantTokens } from "./tenants.js";
+import { accessMode } from "@shoal/tenants";
 
 const env = process.env;
 const booted = bootService("lora-registry", env);
 try {
-  const tokensFile = envOptional(env, "SHOAL_REGISTRY_TOKENS_FILE");
+  const host = envOptional(env, "SHOAL_REGISTRY_HOST");
   const registry = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
     catalog: await catalogFromEnv(env),
     port: envInt(env, "SHOAL_REGISTRY_PORT"),
-    host: envOptional(env, "SHOAL_REGISTRY_HOST"),
-    tokens: tokensFile === undefined ? undefined : await loadTenantTokens(tokensFile),
+    host,
+    access: accessMode("lora registry", host ?? "127.0.0.1", envOptional(env, "SHOAL_AUTH")),
     maxUploadBytes: envInt(env, "SHOAL_REGISTRY_MAX_UPLOAD_BYTES"),
     idleTimeoutMs: envInt(env, "SHOAL_REGISTRY_IDLE_TIMEOUT_MS"),
     maxRank: envInt(env, "SHOAL_REGISTRY_MAX_RANK"),

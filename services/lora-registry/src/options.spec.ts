@@ -18,7 +18,7 @@ describe("compileRegistryOptions", () => {
   it("fills every default", () => {
     expect(compileRegistryOptions({ natsServers: "nats://x", catalog, logger })).toEqual({
       ...DEFAULT_REGISTRY_OPTIONS,
-      tokens: undefined,
+      access: "open",
     });
     expect(DEFAULT_REGISTRY_OPTIONS).toMatchObject({
       port: 8091,

@@ -3,6 +3,7 @@ import type { Catalog } from "@shoal/config";
 import { ConfigError, intInRange } from "@shoal/config";
 import type { EnsureModelOptions } from "@shoal/model-sources";
 import type { Logger } from "@shoal/telemetry";
+import type { AccessMode } from "@shoal/tenants";
 import type { Registry } from "prom-client";
 
 export interface LoraRegistryOptions {
@@ -14,10 +15,11 @@ export interface LoraRegistryOptions {
   /** @default "127.0.0.1" */
   readonly host?: string;
   /**
-   * Bearer token → tenant. Unset: single-tenant, every request acts as `default` (the start
-   * log says so). @default undefined
+   * `keys`: every request needs an API key of a tenant in the `SHOAL_TENANTS` KV bucket (the
+   * keys ingress takes), and adapters belong to that tenant. `open`: single-tenant, every
+   * request acts as `default` (the start log says so). @default "open"
    */
-  readonly tokens?: Readonly<Record<string, string>>;
+  readonly access?: AccessMode;
   /**
    * Largest upload, bytes, and also the most an archive may hold once decompressed. A larger
    * `Content-Length` is refused before the body is read; a body without one is cut off here.
@@ -50,7 +52,7 @@ export interface LoraRegistryOptions {
 export interface CompiledRegistryOptions {
   readonly port: number;
   readonly host: string;
-  readonly tokens: Readonly<Record<string, string>> | undefined;
+  readonly access: AccessMode;
   readonly maxUploadBytes: number;
   readonly idleTimeoutMs: number;
   readonly maxRank: number;
@@ -87,7 +89,7 @@ export function compileRegistryOptions(options: LoraRegistryOptions): CompiledRe
   return {
     port: intInRange("port", options.port ?? d.port, 0, 65_535),
     host,
-    tokens: options.tokens,
+    access: options.access ?? "open",
     maxUploadBytes: intInRange(
       "maxUploadBytes",
       options.maxUploadBytes ?? d.maxUploadBytes,

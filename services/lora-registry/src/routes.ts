@@ -3,6 +3,7 @@ import {
   AdapterNotFoundError,
   AdapterOwnershipError,
   checkAdapterName,
+  InvalidSharingError,
   formatAdapterReference,
   InvalidBaseModelError,
   InvalidModelReferenceError,
@@ -15,22 +16,27 @@ import {
 } from "@shoal/adapters";
 import type { Catalog, ModelEntry } from "@shoal/config";
 import { isModelSourceError } from "@shoal/model-sources";
+import { allowsModel } from "@shoal/tenants";
 import type { Logger } from "@shoal/telemetry";
 import type { BaseShapes } from "./base-shapes.js";
 import type { RegistryMetrics } from "./registry-metrics.js";
-import { BadRequestError, NotFoundError, UnavailableError } from "./errors.js";
+import { BadRequestError, ForbiddenError, NotFoundError, UnavailableError } from "./errors.js";
+import { jsonBody } from "./json-body.js";
 import type { CompiledRegistryOptions } from "./options.js";
 import { sendJson } from "./respond.js";
 import type { RouteContext, Router } from "./router.js";
-import type { Tenants } from "./tenants.js";
+import type { RegistryAuth } from "./registry-auth.js";
 import type { UploadSlots } from "./upload-slots.js";
 import { checkUploadHeaders, uploadBody } from "./upload-body.js";
+
+/** A sharing list is a few tenant names. */
+const MAX_SHARING_BODY_BYTES = 64 * 1024;
 
 /** What the routes work with. */
 export interface RegistryDeps {
   readonly catalog: Catalog;
   readonly store: AdapterStore;
-  readonly tenants: Tenants;
+  readonly auth: RegistryAuth;
   readonly shapes: BaseShapes;
   readonly uploads: UploadSlots;
   readonly options: CompiledRegistryOptions;
@@ -50,6 +56,7 @@ export interface RegistryDeps {
  *   GET    /v1/adapters/{base}/{name}/versions/{v}      one version
  *   DELETE /v1/adapters/{base}/{name}                   the adapter and every version
  *   DELETE /v1/adapters/{base}/{name}/versions/{v}      one version
+ *   PUT    /v1/adapters/{base}/{name}/sharing           who else may run it
  *   GET    /healthz                                     200 while serving, else 503
  *
  * `{base}` is a catalog model's key or its URL-encoded id. Handlers throw; the caller answers
@@ -66,19 +73,21 @@ export function routes(router: Router, deps: RegistryDeps): Router {
     })
     .add("PUT", adapter, (context) => publish(deps, context))
     .add("GET", "/v1/adapters", async ({ req, res, url }) => {
-      const tenant = deps.tenants.authenticate(req.headers.authorization);
+      const { tenant } = deps.auth.authenticate(req.headers.authorization, url.pathname);
       const baseParam = url.searchParams.get("base");
       const base = baseParam === null ? undefined : generatorBase(deps.catalog, baseParam);
       const records = await storage(() => deps.store.list(base?.key));
       sendJson(res, 200, { adapters: records.filter((r) => r.owner === tenant).map(present) });
     })
-    .add("GET", adapter, async ({ req, res, params }) => {
-      const { record } = await owned(deps, req.headers.authorization, params);
+    .add("GET", adapter, async (context) => {
+      const { record } = await owned(deps, context);
+      const { res } = context;
       sendJson(res, 200, present(record));
     })
-    .add("GET", version, async ({ req, res, params }) => {
-      const number = versionParam(params);
-      const { record } = await owned(deps, req.headers.authorization, params);
+    .add("GET", version, async (context) => {
+      const number = versionParam(context.params);
+      const { record } = await owned(deps, context);
+      const { res } = context;
       const found = record.versions.find((v) => v.version === number);
       if (found === undefined) {
         throw new AdapterNotFoundError(
@@ -92,19 +101,26 @@ export function routes(router: Router, deps: RegistryDeps): Router {
     })
     .add("DELETE", version, async (context) => {
       await remove(deps, context, versionParam(context.params));
-    });
+    })
+    .add("PUT", `${adapter}/sharing`, (context) => share(deps, context));
 }
 
 async function publish(deps: RegistryDeps, context: RouteContext): Promise<void> {
   const { req, res, params } = context;
   const { options, store } = deps;
   // Everything the headers can decide is decided before a byte of the body is read.
-  const owner = deps.tenants.authenticate(req.headers.authorization);
+  const caller = deps.auth.authenticate(req.headers.authorization, context.url.pathname);
+  const owner = caller.tenant;
   const base = generatorBase(deps.catalog, params["base"] ?? "");
+  if (!allowsModel(caller.grants, base.id)) {
+    throw new ForbiddenError(`tenant ${owner} has no grant for model ${base.id}`);
+  }
   const name = checkAdapterName(params["name"] ?? "");
   checkUploadHeaders(req, options.maxUploadBytes);
   const existing = await storage(() => store.get(base.key, name));
-  if (existing !== undefined && existing.owner !== owner) throw ownedByOther(base, name);
+  if (existing !== undefined && existing.owner !== owner && existing.versions.length > 0) {
+    throw nameTaken(base, name);
+  }
   const release = deps.uploads.acquire();
   const logger = deps.logger(context).child({ tenant: owner, base: base.id, adapter: name });
   try {
@@ -145,10 +161,8 @@ async function remove(
   context: RouteContext,
   version: number | undefined,
 ): Promise<void> {
-  const { req, res, params } = context;
-  const owner = deps.tenants.authenticate(req.headers.authorization);
-  const base = generatorBase(deps.catalog, params["base"] ?? "");
-  const name = checkAdapterName(params["name"] ?? "");
+  const { record, base, tenant: owner } = await owned(deps, context);
+  const name = record.name;
   const removed = await storage(() =>
     deps.store.remove(base.key, name, version === undefined ? { owner } : { owner, version }),
   );
@@ -158,22 +172,49 @@ async function remove(
       { tenant: owner, base: base.id, adapter: name, versions: removed.map((v) => v.version) },
       "adapter versions removed",
     );
-  sendJson(res, 200, { base: base.id, name, removed: removed.map((v) => v.version) });
+  sendJson(context.res, 200, { base: base.id, name, removed: removed.map((v) => v.version) });
 }
 
-/** The caller's adapter named by the path. @throws NotFound, Ownership, Unauthenticated */
+/**
+ * `PUT …/sharing` `{"shared_with": ["globex"]}`: who besides the owner may see and run the
+ * adapter through ingress; `["*"]` shares it with every tenant, `[]` makes it private again.
+ */
+async function share(deps: RegistryDeps, context: RouteContext): Promise<void> {
+  const { record, base, tenant } = await owned(deps, context);
+  const body = await jsonBody(context.req, MAX_SHARING_BODY_BYTES);
+  const sharedWith = (body as { shared_with?: unknown } | null)?.shared_with;
+  if (!Array.isArray(sharedWith) || !sharedWith.every((t) => typeof t === "string")) {
+    throw new BadRequestError('send {"shared_with": [tenant names, or "*"]}');
+  }
+  const changed = await storage(() => deps.store.share(base.key, record.name, tenant, sharedWith));
+  deps
+    .logger(context)
+    .info(
+      { tenant, base: base.id, adapter: record.name, shared_with: changed.sharedWith },
+      "adapter sharing set",
+    );
+  sendJson(context.res, 200, present(changed));
+}
+
+/**
+ * The caller's adapter named by the path. Another tenant's adapter is answered exactly as one
+ * that does not exist: a tenant learns nothing of adapters it does not own.
+ *
+ * @throws AdapterNotFoundError, UnauthenticatedError
+ */
 async function owned(
   deps: RegistryDeps,
-  authorization: string | undefined,
-  params: Readonly<Record<string, string>>,
-): Promise<{ record: AdapterRecord }> {
-  const tenant = deps.tenants.authenticate(authorization);
+  context: RouteContext,
+): Promise<{ record: AdapterRecord; base: ModelEntry; tenant: string }> {
+  const { req, params, url } = context;
+  const { tenant } = deps.auth.authenticate(req.headers.authorization, url.pathname);
   const base = generatorBase(deps.catalog, params["base"] ?? "");
   const name = checkAdapterName(params["name"] ?? "");
   const record = await storage(() => deps.store.get(base.key, name));
-  if (record === undefined) throw new AdapterNotFoundError(`no adapter ${name} for ${base.id}`);
-  if (record.owner !== tenant) throw ownedByOther(base, name);
-  return { record };
+  if (record === undefined || record.versions.length === 0 || record.owner !== tenant) {
+    throw new AdapterNotFoundError(`no adapter ${name} for ${base.id}`);
+  }
+  return { record, base, tenant };
 }
 
 /**
@@ -230,6 +271,7 @@ async function storage<T>(call: () => Promise<T>): Promise<T> {
       error instanceof AdapterNotFoundError ||
       error instanceof AdapterOwnershipError ||
       error instanceof AdapterConflictError ||
+      error instanceof InvalidSharingError ||
       error instanceof InvalidModelReferenceError
     ) {
       throw error;
@@ -240,8 +282,14 @@ async function storage<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-function ownedByOther(base: ModelEntry, name: string): AdapterOwnershipError {
-  return new AdapterOwnershipError(`adapter ${name} for ${base.id} belongs to another tenant`);
+/**
+ * Adapter names are one namespace per base model, so publishing a name another tenant holds
+ * must be refused; the answer says only that the name is taken, never whose it is.
+ */
+function nameTaken(base: ModelEntry, name: string): AdapterConflictError {
+  return new AdapterConflictError(
+    `the adapter name ${name} for ${base.id} is taken; choose another`,
+  );
 }
 
 /** A record as the API shows it: with the `model` string requests use, per version too. */

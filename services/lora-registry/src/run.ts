@@ -5,6 +5,7 @@ import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AdapterStore } from "@shoal/adapters";
 import { connectNats, drainOrClose } from "@shoal/jetstream";
 import { extractContext, httpHeaderCarrier } from "@shoal/telemetry";
+import { TenantStore } from "@shoal/tenants";
 import { compileEnsureModelOptions } from "@shoal/model-sources";
 import { BaseShapes } from "./base-shapes.js";
 import { toHttpError } from "./error-table.js";
@@ -14,7 +15,7 @@ import { sendError } from "./respond.js";
 import { operationOf, RegistryMetrics } from "./registry-metrics.js";
 import { Router } from "./router.js";
 import { routes } from "./routes.js";
-import { Tenants } from "./tenants.js";
+import { RegistryAuth } from "./registry-auth.js";
 import { UploadSlots } from "./upload-slots.js";
 
 export type { LoraRegistryOptions } from "./options.js";
@@ -43,7 +44,9 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
   const tracer = options.tracer ?? trace.getTracer("shoal-lora-registry");
   const nc = await connectNats(options.natsServers, "shoal-lora-registry");
   const store = await AdapterStore.open(nc, { maxBytes: compiled.storeMaxBytes, logger });
-  const tenants = new Tenants(compiled.tokens);
+  const tenants = compiled.access === "keys" ? await TenantStore.open(nc, logger) : undefined;
+  const auth =
+    tenants === undefined ? RegistryAuth.open(logger) : RegistryAuth.keys(tenants, logger);
   let stopping = false;
 
   const uploads = new UploadSlots(compiled.maxConcurrentUploads);
@@ -54,7 +57,7 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
   const router = routes(new Router(), {
     catalog: options.catalog,
     store,
-    tenants,
+    auth,
     shapes: new BaseShapes(compileEnsureModelOptions({ logger, ...options.modelSources })),
     uploads,
     options: compiled,
@@ -148,16 +151,16 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
     {
       port,
       host: compiled.host,
-      tenants: tenants.multiTenant
-        ? tenants.tenantCount
-        : "single (every request is tenant default)",
+      access: compiled.access,
       max_upload_bytes: compiled.maxUploadBytes,
       max_rank: compiled.maxRank,
     },
     "lora registry listening",
   );
-  if (!tenants.multiTenant) {
-    logger.warn("no tokens configured: single-tenant, every request acts as tenant default");
+  if (tenants === undefined) {
+    logger.warn(
+      "no API keys (SHOAL_AUTH is not keys): single-tenant, every request acts as default",
+    );
   }
 
   return {
@@ -176,6 +179,7 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
       }, compiled.shutdownGraceMs);
       await closed;
       clearTimeout(grace);
+      tenants?.stop();
       await drainOrClose(nc);
       logger.info("lora registry stopped");
     },

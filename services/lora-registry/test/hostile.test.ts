@@ -6,7 +6,6 @@ import { ADAPTER_INDEX_BUCKET, encodeFloats, loraTensorName } from "@shoal/adapt
 import { tarArchive, tarHeader } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  ACME,
   adapterArchive,
   call,
   MINILM_KEY,
@@ -252,7 +251,10 @@ describe("requests the registry refuses before reading a body", () => {
       "not valid percent-encoding",
     ],
   ])("refuses %s", async (_, path, status, code, message) => {
-    const answer = await call(registry, "PUT", path, { token: ACME, body: await adapterArchive() });
+    const answer = await call(registry, "PUT", path, {
+      token: registry.keys.acme,
+      body: await adapterArchive(),
+    });
     expect(answer.status).toBe(status);
     expect(answer.body.error).toEqual({
       code,
@@ -262,7 +264,7 @@ describe("requests the registry refuses before reading a body", () => {
 
   it("refuses a form upload as 415", async () => {
     const answer = await call(registry, "PUT", `/v1/adapters/${SMOLLM2_KEY}/form`, {
-      token: ACME,
+      token: registry.keys.acme,
       body: Buffer.from("--b\r\n\r\n--b--"),
       headers: { "content-type": "multipart/form-data; boundary=b" },
     });
@@ -271,13 +273,20 @@ describe("requests the registry refuses before reading a body", () => {
   });
 
   it("answers unknown paths 404 and wrong methods 405", async () => {
-    expect((await call(registry, "GET", "/v2/adapters", { token: ACME })).status).toBe(404);
-    const wrong = await call(registry, "POST", `/v1/adapters/${SMOLLM2_KEY}/bot`, { token: ACME });
+    expect(
+      (await call(registry, "GET", "/v2/adapters", { token: registry.keys.acme })).status,
+    ).toBe(404);
+    const wrong = await call(registry, "POST", `/v1/adapters/${SMOLLM2_KEY}/bot`, {
+      token: registry.keys.acme,
+    });
     expect(wrong.status).toBe(405);
     expect(wrong.headers.get("allow")).toBe("PUT, GET, DELETE");
     expect(
-      (await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/bot/versions/0`, { token: ACME }))
-        .status,
+      (
+        await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/bot/versions/0`, {
+          token: registry.keys.acme,
+        })
+      ).status,
     ).toBe(400);
   });
 });
@@ -306,7 +315,7 @@ function rawExchange(
 describe("bodies over the limit", () => {
   it("answers 413 to a declared length over the limit before any of the body is sent, and closes", async () => {
     const { reply } = await rawExchange(
-      `PUT /v1/adapters/${SMOLLM2_KEY}/huge HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${ACME}\r\n` +
+      `PUT /v1/adapters/${SMOLLM2_KEY}/huge HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${registry.keys.acme}\r\n` +
         `content-length: ${LIMIT + 1}\r\n\r\n`,
     );
     // Not one body byte was written, yet the answer came and the server closed the connection.
@@ -318,7 +327,7 @@ describe("bodies over the limit", () => {
 
   it("answers 413 without 100 Continue when the client asks first", async () => {
     const { reply } = await rawExchange(
-      `PUT /v1/adapters/${SMOLLM2_KEY}/huge HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${ACME}\r\n` +
+      `PUT /v1/adapters/${SMOLLM2_KEY}/huge HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${registry.keys.acme}\r\n` +
         `expect: 100-continue\r\ncontent-length: ${LIMIT * 4}\r\n\r\n`,
     );
     expect(reply).toMatch(/^HTTP\/1\.1 413 /);
@@ -334,7 +343,7 @@ describe("bodies over the limit", () => {
         {
           method: "PUT",
           headers: {
-            authorization: `Bearer ${ACME}`,
+            authorization: `Bearer ${registry.keys.acme}`,
             expect: "100-continue",
             "content-length": archive.length,
           },
@@ -360,7 +369,10 @@ describe("bodies over the limit", () => {
         `${registry.url}/v1/adapters/${SMOLLM2_KEY}/chunked`,
         {
           method: "PUT",
-          headers: { authorization: `Bearer ${ACME}`, "transfer-encoding": "chunked" },
+          headers: {
+            authorization: `Bearer ${registry.keys.acme}`,
+            "transfer-encoding": "chunked",
+          },
         },
         (res) => {
           res.resume();
@@ -394,7 +406,7 @@ describe("stalled uploads", () => {
   it("drops an upload that sends nothing for the idle timeout", async () => {
     const started = Date.now();
     const { reply } = await rawExchange(
-      `PUT /v1/adapters/${SMOLLM2_KEY}/stalled HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${ACME}\r\n` +
+      `PUT /v1/adapters/${SMOLLM2_KEY}/stalled HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${registry.keys.acme}\r\n` +
         "content-length: 100000\r\n\r\n",
       (socket) => socket.write(Buffer.alloc(1000)),
     );

@@ -12,18 +12,22 @@ import {
   type ServiceHandle,
 } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ACME, adapterArchive, SMOLLM2_ID, SMOLLM2_KEY, TOKENS } from "./support.js";
+import { connect } from "@nats-io/transport-node";
+import { adapterArchive, makeTenants, SMOLLM2_ID, SMOLLM2_KEY } from "./support.js";
 
 let nats: NatsServerHandle;
 let service: ServiceHandle;
 let url: string;
 let metricsPort: number;
+let keys: { readonly acme: string; readonly globex: string };
 
 beforeAll(async () => {
   nats = await startNatsServer();
   const dir = await tempDir("registry-main");
   await writeFile(join(dir, "catalog.json"), JSON.stringify(smollm2CatalogDocument()));
-  await writeFile(join(dir, "tokens.json"), JSON.stringify(TOKENS));
+  const nc = await connect({ servers: nats.url });
+  keys = await makeTenants(nc);
+  await nc.close();
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   metricsPort = await freePort();
@@ -33,7 +37,7 @@ beforeAll(async () => {
       SHOAL_CATALOG: join(dir, "catalog.json"),
       SHOAL_BUNDLE: "none",
       SHOAL_REGISTRY_PORT: String(port),
-      SHOAL_REGISTRY_TOKENS_FILE: join(dir, "tokens.json"),
+      SHOAL_AUTH: "keys",
       SHOAL_REGISTRY_MAX_UPLOAD_BYTES: String(8 * 1024 * 1024),
       SHOAL_REGISTRY_MAX_RANK: "4",
       SHOAL_METRICS_PORT: String(metricsPort),
@@ -79,22 +83,22 @@ function declaredPut(bytes: number, token: string): Promise<number> {
 describe("the lora-registry process", () => {
   it("reads its settings from the environment", async () => {
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    // SHOAL_REGISTRY_TOKENS_FILE: tokens are required.
+    // SHOAL_AUTH=keys: an API key is required.
     expect((await put(await adapterArchive({ rank: 4 }))).status).toBe(401);
     // SHOAL_REGISTRY_MAX_RANK=4.
-    const tooWide = await put(await adapterArchive({ rank: 8 }), ACME);
+    const tooWide = await put(await adapterArchive({ rank: 8 }), keys.acme);
     expect(await tooWide.json()).toEqual({
       error: {
         code: "invalid_adapter",
         message: "adapter_config.json: r must be an integer from 1 to 4, found 8",
       },
     });
-    const created = await put(await adapterArchive({ rank: 4 }), ACME);
+    const created = await put(await adapterArchive({ rank: 4 }), keys.acme);
     expect(created.status).toBe(201);
     expect(((await created.json()) as { model: string }).model).toBe(`${SMOLLM2_ID}:from-main@1`);
     // SHOAL_REGISTRY_MAX_UPLOAD_BYTES=8 MiB, refused from the declared length before the body
     // is sent (a client that sent it anyway could see the closed connection before the 413).
-    expect(await declaredPut(8 * 1024 * 1024 + 1, ACME)).toBe(413);
+    expect(await declaredPut(8 * 1024 * 1024 + 1, keys.acme)).toBe(413);
 
     // SHOAL_METRICS_PORT: each request counted by operation and status, no names as labels.
     const samples = await scrapeMetrics(metricsPort);
@@ -106,9 +110,11 @@ describe("the lora-registry process", () => {
     expect(samples.get("shoal_registry_uploads_in_progress")).toBe(0);
   });
 
-  it("logs JSON lines without tokens, and stops cleanly on SIGTERM", async () => {
+  it("logs JSON lines without keys, and stops cleanly on SIGTERM", async () => {
     expect(service.output()).toContain('"msg":"lora registry listening"');
-    for (const token of Object.keys(TOKENS)) expect(service.output()).not.toContain(token);
+    for (const key of [keys.acme, keys.globex]) {
+      expect(service.output()).not.toContain(key.slice(-43));
+    }
     const exit = await service.stop();
     expect(exit).toEqual({ code: 0, signal: null });
     expect(service.output()).toContain('"msg":"lora registry stopped"');

@@ -5,10 +5,8 @@ import { AdapterStore, makeLoraAdapter } from "@shoal/adapters";
 import { SMOLLM2_SHAPE, tempDir } from "@shoal/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  ACME,
   adapterArchive,
   call,
-  GLOBEX,
   SMOLLM2_ID,
   SMOLLM2_KEY,
   startRegistry,
@@ -54,14 +52,14 @@ describe("the adapter lifecycle", () => {
 
     // The second version comes as a gzipped folder, addressed by the base's URL-encoded id.
     const second = await call(registry, "PUT", `/v1/adapters/${ENCODED_ID}/support-bot`, {
-      token: ACME,
+      token: registry.keys.acme,
       body: await adapterArchive({ seed: 2, gzip: true, folder: true, dtype: "BF16", rank: 4 }),
     });
     expect(second.status).toBe(201);
     expect(second.body["model"]).toBe(`${SMOLLM2_ID}:support-bot@2`);
     expect(second.body["version"]).toMatchObject({ version: 2, rank: 4, dtype: "BF16" });
 
-    const listed = await call(registry, "GET", "/v1/adapters", { token: ACME });
+    const listed = await call(registry, "GET", "/v1/adapters", { token: registry.keys.acme });
     expect(listed.status).toBe(200);
     const adapters = listed.body["adapters"] as {
       name: string;
@@ -72,29 +70,31 @@ describe("the adapter lifecycle", () => {
     expect(mine?.model).toBe(`${SMOLLM2_ID}:support-bot`);
     expect(mine?.versions.map((v) => v.version)).toEqual([1, 2]);
     for (const base of [SMOLLM2_KEY, ENCODED_ID]) {
-      const filtered = await call(registry, "GET", `/v1/adapters?base=${base}`, { token: ACME });
+      const filtered = await call(registry, "GET", `/v1/adapters?base=${base}`, {
+        token: registry.keys.acme,
+      });
       expect((filtered.body["adapters"] as { name: string }[]).map((a) => a.name)).toContain(
         "support-bot",
       );
     }
-    const others = await call(registry, "GET", "/v1/adapters", { token: GLOBEX });
+    const others = await call(registry, "GET", "/v1/adapters", { token: registry.keys.globex });
     expect((others.body["adapters"] as { name: string }[]).map((a) => a.name)).not.toContain(
       "support-bot",
     );
 
     const got = await call(registry, "GET", `/v1/adapters/${ENCODED_ID}/support-bot`, {
-      token: ACME,
+      token: registry.keys.acme,
     });
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ name: "support-bot", lastVersion: 2 });
     const v2 = await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/support-bot/versions/2`, {
-      token: ACME,
+      token: registry.keys.acme,
     });
     expect(v2.body).toMatchObject({ version: 2, model: `${SMOLLM2_ID}:support-bot@2` });
     expect(
       (
         await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/support-bot/versions/3`, {
-          token: ACME,
+          token: registry.keys.acme,
         })
       ).status,
     ).toBe(404);
@@ -113,12 +113,12 @@ describe("the adapter lifecycle", () => {
       registry,
       "DELETE",
       `/v1/adapters/${SMOLLM2_KEY}/support-bot/versions/1`,
-      { token: ACME },
+      { token: registry.keys.acme },
     );
     expect(dropped.status).toBe(200);
     expect(dropped.body).toEqual({ base: SMOLLM2_ID, name: "support-bot", removed: [1] });
     const after = await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/support-bot`, {
-      token: ACME,
+      token: registry.keys.acme,
     });
     expect((after.body["versions"] as { version: number }[]).map((v) => v.version)).toEqual([2]);
     expect(await registry.objects("support-bot")).toEqual([
@@ -132,21 +132,24 @@ describe("the adapter lifecycle", () => {
     ).toBe(`${SMOLLM2_ID}:support-bot@3`);
 
     const all = await call(registry, "DELETE", `/v1/adapters/${SMOLLM2_KEY}/support-bot`, {
-      token: ACME,
+      token: registry.keys.acme,
     });
     expect(all.body).toEqual({ base: SMOLLM2_ID, name: "support-bot", removed: [2, 3] });
     expect(
-      (await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/support-bot`, { token: ACME }))
-        .status,
+      (
+        await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/support-bot`, {
+          token: registry.keys.acme,
+        })
+      ).status,
     ).toBe(404);
     expect(await registry.objects("support-bot")).toEqual([]);
     const gone = await call(registry, "DELETE", `/v1/adapters/${SMOLLM2_KEY}/support-bot`, {
-      token: ACME,
+      token: registry.keys.acme,
     });
     expect(gone.status).toBe(404);
     expect(gone.body.error).toEqual({
       code: "not_found",
-      message: `no adapter support-bot for ${SMOLLM2_KEY}`,
+      message: `no adapter support-bot for ${SMOLLM2_ID}`,
     });
   });
 
@@ -161,7 +164,7 @@ describe("the adapter lifecycle", () => {
       `${SMOLLM2_ID}:twins@2`,
     ]);
     const record = await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/twins`, {
-      token: ACME,
+      token: registry.keys.acme,
     });
     expect((record.body["versions"] as { version: number }[]).map((v) => v.version)).toEqual([
       1, 2,
@@ -174,30 +177,59 @@ describe("tenants", () => {
   it("keeps an adapter to the tenant that first published it", async () => {
     expect((await upload(registry, "acme-only", await adapterArchive())).status).toBe(201);
     const path = `/v1/adapters/${SMOLLM2_KEY}/acme-only`;
-    const theirs = await upload(registry, "acme-only", await adapterArchive({ seed: 5 }), GLOBEX);
-    expect(theirs.status).toBe(403);
-    expect(theirs.body.error).toEqual({
-      code: "forbidden",
-      message: `adapter acme-only for ${SMOLLM2_ID} belongs to another tenant`,
-    });
-    expect((await call(registry, "DELETE", path, { token: GLOBEX })).status).toBe(403);
-    expect((await call(registry, "DELETE", `${path}/versions/1`, { token: GLOBEX })).status).toBe(
-      403,
+    const theirs = await upload(
+      registry,
+      "acme-only",
+      await adapterArchive({ seed: 5 }),
+      registry.keys.globex,
     );
-    expect((await call(registry, "GET", path, { token: GLOBEX })).status).toBe(403);
-    expect((await call(registry, "GET", path, { token: ACME })).body["versions"]).toHaveLength(1);
+    // The name is taken; whose it is, the answer does not say.
+    expect(theirs.status).toBe(409);
+    expect(theirs.body.error).toEqual({
+      code: "conflict",
+      message: `the adapter name acme-only for ${SMOLLM2_ID} is taken; choose another`,
+    });
+    // To globex, acme's adapter does not exist: the same 404 as a name nobody holds.
+    const missing = await call(registry, "GET", `/v1/adapters/${SMOLLM2_KEY}/nobody-has-this`, {
+      token: registry.keys.globex,
+    });
+    for (const [method, p] of [
+      ["DELETE", path],
+      ["DELETE", `${path}/versions/1`],
+      ["GET", path],
+      ["GET", `${path}/versions/1`],
+    ] as const) {
+      const answer = await call(registry, method, p, { token: registry.keys.globex });
+      expect(answer.status, `${method} ${p}`).toBe(404);
+      expect(JSON.stringify(answer.body.error).replace("acme-only", "X")).toBe(
+        JSON.stringify(missing.body.error).replace("nobody-has-this", "X"),
+      );
+    }
+    expect(
+      (await call(registry, "GET", path, { token: registry.keys.acme })).body["versions"],
+    ).toHaveLength(1);
     expect(await registry.objects("acme-only")).toHaveLength(2);
   });
 
   it.each([
-    ["no token", {}, "send Authorization: Bearer <token>"],
+    ["no key", () => ({}), "send an API key as Authorization: Bearer <key>"],
     [
-      "an unknown token",
-      { authorization: "Bearer tok-acme-012345678" },
-      "the bearer token is not valid",
+      "an unknown key",
+      () => ({ authorization: `Bearer shoal_aaaaaaaa_${"A".repeat(43)}` }),
+      "the API key is not valid",
     ],
-    ["another scheme", { authorization: `Basic ${ACME}` }, "send Authorization: Bearer <token>"],
-  ])("answers 401 to %s, on every route", async (_, headers, message) => {
+    [
+      "a tampered key",
+      () => ({ authorization: `Bearer ${registry.keys.acme.slice(0, -2)}xx` }),
+      "the API key is not valid",
+    ],
+    [
+      "another scheme",
+      () => ({ authorization: `Basic ${registry.keys.acme}` }),
+      "send an API key as Authorization: Bearer <key>",
+    ],
+  ])("answers 401 to %s, on every route", async (_, headersOf, message) => {
+    const headers = headersOf();
     for (const [method, path] of [
       ["GET", "/v1/adapters"],
       ["GET", `/v1/adapters/${SMOLLM2_KEY}/x`],
@@ -214,18 +246,61 @@ describe("tenants", () => {
     }
   });
 
-  it("never writes a token to its log", () => {
+  it("never writes a key to its log, and audits refused ones by prefix", () => {
     expect(registry.logs()).toContain('"msg":"request"');
-    for (const token of [ACME, GLOBEX, "tok-acme-012345678"])
-      expect(registry.logs()).not.toContain(token);
+    for (const key of [registry.keys.acme, registry.keys.globex]) {
+      expect(registry.logs()).not.toContain(key.slice(-43));
+    }
+    expect(registry.logs()).toMatch(
+      /"audit":true,"action":"registry.request","outcome":"denied","key_prefix":"aaaaaaaa"/,
+    );
+  });
+});
+
+describe("sharing an adapter", () => {
+  it("lets the owner share with named tenants or everyone, and nobody else", async () => {
+    expect((await upload(registry, "shared-bot", await adapterArchive())).status).toBe(201);
+    const path = `/v1/adapters/${SMOLLM2_KEY}/shared-bot/sharing`;
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+    const shared = await call(registry, "PUT", path, {
+      token: registry.keys.acme,
+      body: json({ shared_with: ["globex", "globex"] }),
+    });
+    expect(shared.status).toBe(200);
+    expect(shared.body["sharedWith"]).toEqual(["globex"]);
+    const store = await AdapterStore.open(registry.nc);
+    expect((await store.get(SMOLLM2_KEY, "shared-bot"))?.sharedWith).toEqual(["globex"]);
+
+    // Sharing does not hand over the adapter: globex still cannot manage it.
+    const byGlobex = await call(registry, "PUT", path, {
+      token: registry.keys.globex,
+      body: json({ shared_with: ["*"] }),
+    });
+    expect(byGlobex.status).toBe(404);
+    for (const [body, status] of [
+      [json({ shared_with: ["Not A Tenant"] }), 400],
+      [json({ shared_with: "globex" }), 400],
+      [json({}), 400],
+      [Buffer.from("{nope"), 400],
+      [Buffer.alloc(70 * 1024, 0x20), 413],
+    ] as const) {
+      expect((await call(registry, "PUT", path, { token: registry.keys.acme, body })).status).toBe(
+        status,
+      );
+    }
+    const privateAgain = await call(registry, "PUT", path, {
+      token: registry.keys.acme,
+      body: json({ shared_with: [] }),
+    });
+    expect(privateAgain.body["sharedWith"]).toEqual([]);
   });
 });
 
 describe("a single-tenant registry", () => {
   it("says so when it starts, and serves everyone as tenant default", async () => {
-    const single = await startRegistry({ tokens: undefined });
+    const single = await startRegistry({ access: "open" });
     try {
-      expect(single.logs()).toContain("single-tenant, every request acts as tenant default");
+      expect(single.logs()).toContain("single-tenant, every request acts as default");
       const answer = await upload(single, "shared", await adapterArchive(), "anything");
       expect(answer.status).toBe(201);
       expect(answer.body["adapter"]).toMatchObject({ owner: "default" });

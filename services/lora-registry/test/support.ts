@@ -12,6 +12,7 @@ import {
 } from "@shoal/adapters";
 import { compileCatalog, type Catalog } from "@shoal/config";
 import { createLogger } from "@shoal/telemetry";
+import { TenantStore } from "@shoal/tenants";
 import {
   minilmDir,
   SMOLLM2_SHAPE,
@@ -25,10 +26,6 @@ import { run, type LoraRegistryOptions, type RunningLoraRegistry } from "../src/
 export const SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct";
 export const SMOLLM2_KEY = "smollm2-135m-instruct";
 export const MINILM_KEY = "all-minilm-l6-v2";
-
-export const TOKENS = { "tok-acme-0123456789": "acme", "tok-globex-0123456789": "globex" };
-export const ACME = "tok-acme-0123456789";
-export const GLOBEX = "tok-globex-0123456789";
 
 /**
  * The test catalog: SmolLM2 (the real Q4_1 GGUF from this machine's model cache) as the
@@ -60,6 +57,8 @@ export interface TestRegistry {
   readonly nats: NatsServerHandle;
   readonly nc: NatsConnection;
   readonly registry: RunningLoraRegistry;
+  /** API keys of the two tenants, acme and globex, in the cluster's tenant store. */
+  readonly keys: { readonly acme: string; readonly globex: string };
   /** Every log line the registry wrote, as text. */
   logs(): string;
   /** Live object names stored for one adapter of SmolLM2. */
@@ -71,6 +70,8 @@ export async function startRegistry(
   overrides: Partial<LoraRegistryOptions> = {},
 ): Promise<TestRegistry> {
   const nats = await startNatsServer();
+  const nc = await connect({ servers: nats.url });
+  const keys = await makeTenants(nc);
   const lines: string[] = [];
   const logger = createLogger({
     service: "lora-registry",
@@ -86,13 +87,12 @@ export async function startRegistry(
     natsServers: nats.url,
     catalog: testCatalog(),
     port: 0,
-    tokens: TOKENS,
+    access: "keys",
     maxUploadBytes: 16 * 1024 * 1024,
     idleTimeoutMs: 1000,
     logger,
     ...overrides,
   });
-  const nc = await connect({ servers: nats.url });
   const bucket = await new Objm(nc).open(ADAPTER_BUCKET);
   return {
     url: `http://127.0.0.1:${registry.port}`,
@@ -100,6 +100,7 @@ export async function startRegistry(
     nats,
     nc,
     registry,
+    keys,
     logs: () => lines.join(""),
     objects: async (name) => {
       const prefix = adapterObjectPrefix(SMOLLM2_KEY, name);
@@ -114,6 +115,23 @@ export async function startRegistry(
       await nats.stop();
     },
   };
+}
+
+/** Tenants acme and globex, each with every model and one key, as `npm run keys` makes them. */
+export async function makeTenants(
+  nc: NatsConnection,
+): Promise<{ readonly acme: string; readonly globex: string }> {
+  const store = await TenantStore.open(nc, createLogger({ service: "test", level: "warn" }));
+  try {
+    await store.createTenant("acme");
+    await store.createTenant("globex");
+    return {
+      acme: (await store.createKey("acme", "tests")).key,
+      globex: (await store.createKey("globex", "tests")).key,
+    };
+  } finally {
+    store.stop();
+  }
 }
 
 let scratch: string | undefined;
@@ -190,12 +208,12 @@ export async function call(
   };
 }
 
-/** Uploads an archive as acme (unless another token is given) to SmolLM2's adapter `name`. */
+/** Uploads an archive as acme (unless another key is given) to SmolLM2's adapter `name`. */
 export function upload(
   registry: TestRegistry,
   name: string,
   body: Buffer,
-  token: string = ACME,
+  token: string = registry.keys.acme,
   base: string = SMOLLM2_KEY,
 ): Promise<Answer> {
   return call(registry, "PUT", `/v1/adapters/${base}/${name}`, { token, body });

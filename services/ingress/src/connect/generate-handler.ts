@@ -11,6 +11,7 @@ import {
 import type { Logger } from "@shoal/telemetry";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { traced } from "../traced.js";
+import { CALLER } from "./caller-key.js";
 import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 import type { IngressMetrics } from "../metrics.js";
 
@@ -74,6 +75,7 @@ export async function* generate(
           {
             ...generateCall(req, ctx.timeoutMs()),
             noWait: wantsNoWait(ctx.requestHeader.get(NO_WAIT_HEADER)),
+            caller: ctx.values.get(CALLER),
           },
           traceCtx,
           ctx.signal,

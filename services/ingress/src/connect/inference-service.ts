@@ -12,12 +12,14 @@ import {
 } from "@shoal/proto";
 import type { ModelFamily as CatalogFamily } from "@shoal/config";
 import type { Logger } from "@shoal/telemetry";
+import type { Principal } from "@shoal/tenants";
 import { asRequestError, toConnectError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
 import { traced } from "../traced.js";
 import { generate } from "./generate-handler.js";
 import { extractHandler, score } from "./heads-handlers.js";
 import { callOptions, connectCall } from "./call-options.js";
+import { CALLER } from "./caller-key.js";
 import { embedResponse } from "./embed-response.js";
 import { answersInBinary } from "./packed-floats.js";
 import type { IngressMetrics } from "../metrics.js";
@@ -50,7 +52,7 @@ export function inferenceRoutes(cc: ConnectContext): (router: ConnectRouter) => 
       generate: (req, ctx) => generate(cc, req, ctx),
       score: (req, ctx) => score(cc, req, ctx),
       extract: (req, ctx) => extractHandler(cc, req, ctx),
-      listModels: () => Promise.resolve(listModels(cc)),
+      listModels: (_req, ctx) => Promise.resolve(listModels(cc, ctx.values.get(CALLER))),
     });
   };
 }
@@ -89,16 +91,17 @@ async function embed(
   }
 }
 
-function listModels(cc: ConnectContext): ListModelsResponse {
+function listModels(cc: ConnectContext, caller: Principal | undefined): ListModelsResponse {
   const catalog = cc.gateway.catalog;
-  const models = catalog.models.map((m) => ({
+  const access = cc.gateway.access(caller);
+  const models = access.models().map((m) => ({
     id: m.id,
     family: FAMILIES[m.family],
     dimensions: m.dimensions,
     maxInputTokens: m.maxInputTokens,
   }));
   // Each published adapter is listed as `base:name`, shaped like its base.
-  const adapters = (cc.streams.adapters?.list() ?? []).flatMap((a) => {
+  const adapters = cc.streams.visibleAdapters(access).flatMap((a) => {
     const base = catalog.find(a.base);
     return base === undefined
       ? []

@@ -12,6 +12,7 @@ import { serverTiming } from "../server-timing.js";
 import { countRefused, traced } from "../traced.js";
 import { ENVELOPE_BYTES, envelope, grpcMessage, grpcTimeoutMs, unaryMessage } from "./wire.js";
 import type { IngressMetrics } from "../metrics.js";
+import type { EdgeAuth } from "../edge-auth.js";
 
 export interface GrpcEmbedContext {
   readonly gateway: Gateway;
@@ -19,6 +20,7 @@ export interface GrpcEmbedContext {
   readonly metrics?: IngressMetrics | undefined;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
+  readonly auth: EdgeAuth;
 }
 
 const EMBED_PATH = `/${InferenceService.typeName}/${InferenceService.method.embed.name}`;
@@ -52,6 +54,7 @@ export async function serveGrpcEmbed(
   gc: GrpcEmbedContext,
 ): Promise<void> {
   try {
+    const caller = gc.auth.principal(header(req, "authorization"), EMBED_PATH);
     const timeoutMs = grpcTimeoutMs(header(req, "grpc-timeout"));
     if (timeoutMs === "malformed") throw new InvalidArgumentError("malformed grpc-timeout");
     const body = await readBody(req, gc.maxBodyBytes + ENVELOPE_BYTES);
@@ -77,7 +80,7 @@ export async function serveGrpcEmbed(
           {
             model: request.model,
             inputs: request.inputs,
-            ...callOptions(request, { timeoutMs, header: (name) => header(req, name) }),
+            ...callOptions(request, { timeoutMs, header: (name) => header(req, name), caller }),
           },
           ctx,
         ),

@@ -1,6 +1,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import { type GenerationFinish, type StartedGeneration, type StreamGateway } from "@shoal/gateway";
 import { httpHeaderCarrier, type Logger } from "@shoal/telemetry";
+import type { Principal } from "@shoal/tenants";
 import { asRequestError, protocolError } from "../error-table.js";
 import { traced } from "../traced.js";
 import { readRequest, type HttpRequest } from "./body.js";
@@ -35,8 +36,9 @@ export function chatCompletions(
   req: HttpRequest,
   res: HttpResponse,
   rc: GenerationRouteContext,
+  caller: Principal | undefined,
 ): Promise<void> {
-  return generate("chat", req, res, rc);
+  return generate("chat", req, res, rc, caller);
 }
 
 /** `POST /v1/completions`. */
@@ -44,8 +46,9 @@ export function completions(
   req: HttpRequest,
   res: HttpResponse,
   rc: GenerationRouteContext,
+  caller: Principal | undefined,
 ): Promise<void> {
-  return generate("completion", req, res, rc);
+  return generate("completion", req, res, rc, caller);
 }
 
 async function generate(
@@ -53,6 +56,7 @@ async function generate(
   req: HttpRequest,
   res: HttpResponse,
   rc: GenerationRouteContext,
+  caller: Principal | undefined,
 ): Promise<void> {
   const raw = await readRequest(req, rc.maxBodyBytes);
   const request = api === "chat" ? parseChatRequest(raw) : parseCompletionRequest(raw);
@@ -76,7 +80,7 @@ async function generate(
         gone.abort();
       });
       const started = await rc.streams.generate(
-        { ...request.call, noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]) },
+        { ...request.call, noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]), caller },
         ctx,
         gone.signal,
       );

@@ -1,5 +1,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import { extract, InvalidArgumentError, rerank, type Gateway } from "@shoal/gateway";
+import type { Logger } from "@shoal/telemetry";
+import type { Principal } from "@shoal/tenants";
 import { traced } from "../traced.js";
 import { readRequest, type HttpRequest } from "./body.js";
 import { sendBody, type HttpResponse } from "./respond.js";
@@ -11,6 +13,7 @@ export interface HeadsRouteContext {
   readonly tracer: Tracer;
   readonly metrics?: IngressMetrics | undefined;
   readonly maxBodyBytes: number;
+  readonly logger: Logger;
 }
 
 type Body = Record<string, unknown>;
@@ -71,6 +74,7 @@ export async function rerankRoute(
   req: HttpRequest,
   res: HttpResponse,
   rc: HeadsRouteContext,
+  caller: Principal | undefined,
 ): Promise<void> {
   const b = asBody(await readRequest(req, rc.maxBodyBytes));
   const query = b["query"];
@@ -91,6 +95,7 @@ export async function rerankRoute(
     documents: docs,
     truncate: truncate(b),
     noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]),
+    caller,
   };
   const outcome = await traced(
     rc,
@@ -129,6 +134,7 @@ export async function extractRoute(
   req: HttpRequest,
   res: HttpResponse,
   rc: HeadsRouteContext,
+  caller: Principal | undefined,
 ): Promise<void> {
   const b = asBody(await readRequest(req, rc.maxBodyBytes));
   const input = b["input"];
@@ -143,6 +149,7 @@ export async function extractRoute(
     inputs,
     truncate: truncate(b),
     noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]),
+    caller,
   };
   const outcome = await traced(
     rc,

@@ -45,6 +45,7 @@ export function sendError(res: HttpResponse, err: RequestError): void {
   if ("retryAfterSeconds" in err && typeof err.retryAfterSeconds === "number") {
     headers["retry-after"] = String(err.retryAfterSeconds);
   }
+  if (err.kind === "unauthenticated") headers["www-authenticate"] = 'Bearer realm="shoal"';
   sendBody(
     res,
     mapped.http,

@@ -1,5 +1,6 @@
 import type { Tracer } from "@opentelemetry/api";
-import { ModelNotFoundError, type Gateway, type StreamGateway } from "@shoal/gateway";
+import type { Gateway, StreamGateway } from "@shoal/gateway";
+import type { Principal } from "@shoal/tenants";
 import { httpHeaderCarrier, type Logger } from "@shoal/telemetry";
 import { asRequestError } from "../error-table.js";
 import { serverTiming } from "../server-timing.js";
@@ -11,6 +12,7 @@ import { embeddingsResponse, outputWidth, parseEmbeddingsRequest } from "./opena
 import { responseFormat, sendBody, sendError, type HttpResponse } from "./respond.js";
 import { NO_WAIT_HEADER, wantsNoWait } from "../no-wait-header.js";
 import type { IngressMetrics } from "../metrics.js";
+import type { EdgeAuth } from "../edge-auth.js";
 
 export interface RestContext {
   readonly gateway: Gateway;
@@ -21,9 +23,16 @@ export interface RestContext {
   readonly logger: Logger;
   /** @default 8 MiB */
   readonly maxBodyBytes: number;
+  readonly auth: EdgeAuth;
 }
 
-type Handler = (req: HttpRequest, res: HttpResponse, rc: RestContext) => Promise<void>;
+/** `caller`: whom the request acts for, once its key checked out (none on an open cluster). */
+type Handler = (
+  req: HttpRequest,
+  res: HttpResponse,
+  rc: RestContext,
+  caller: Principal | undefined,
+) => Promise<void>;
 
 /** The REST surface: OpenAI-compatible routes. */
 const ROUTES: Readonly<Record<string, Readonly<Record<string, Handler>>>> = {
@@ -64,7 +73,9 @@ export async function handleRest(
       );
       return;
     }
-    await handler(req, res, rc);
+    // Before the body is read: a request without a valid key costs nothing more.
+    const caller = rc.auth.principal(req.headers.authorization, path);
+    await handler(req, res, rc, caller);
   } catch (err) {
     if (err instanceof NotFoundRoute) {
       rc.metrics?.refused(route, "not_found");
@@ -82,15 +93,14 @@ export async function handleRest(
   }
 }
 
-async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext): Promise<void> {
+async function embeddings(
+  req: HttpRequest,
+  res: HttpResponse,
+  rc: RestContext,
+  caller: Principal | undefined,
+): Promise<void> {
   const request = parseEmbeddingsRequest(await readRequest(req, rc.maxBodyBytes));
-  const model = rc.gateway.catalog.find(request.call.model);
-  if (model === undefined) {
-    throw new ModelNotFoundError(
-      request.call.model,
-      rc.gateway.catalog.models.map((m) => m.id),
-    );
-  }
+  const model = rc.gateway.access(caller).model(request.call.model);
   const width = outputWidth(model, request.dimensions);
   const outcome = await traced(
     rc,
@@ -102,7 +112,10 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
       "shoal.inputs": request.call.inputs.length,
     },
     (ctx) =>
-      rc.gateway.embed({ ...request.call, noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]) }, ctx),
+      rc.gateway.embed(
+        { ...request.call, noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]), caller },
+        ctx,
+      ),
   );
   // MessagePack carries the float32 bytes themselves unless the client asked for base64.
   const encoding =
@@ -117,12 +130,18 @@ async function embeddings(req: HttpRequest, res: HttpResponse, rc: RestContext):
   });
 }
 
-async function listModels(_req: HttpRequest, res: HttpResponse, rc: RestContext): Promise<void> {
+async function listModels(
+  _req: HttpRequest,
+  res: HttpResponse,
+  rc: RestContext,
+  caller: Principal | undefined,
+): Promise<void> {
   await Promise.resolve();
+  const access = rc.gateway.access(caller);
   sendBody(res, 200, {
     object: "list",
     data: [
-      ...rc.gateway.catalog.models.map((m) => ({
+      ...access.models().map((m) => ({
         id: m.id,
         object: "model",
         created: 0,
@@ -130,7 +149,7 @@ async function listModels(_req: HttpRequest, res: HttpResponse, rc: RestContext)
       })),
       // An adapter is a model of its own to an OpenAI client: `base:name`, owned by the
       // tenant that published it, with its base as OpenAI's `parent`.
-      ...(rc.streams.adapters?.list() ?? []).map((a) => ({
+      ...rc.streams.visibleAdapters(access).map((a) => ({
         id: a.model,
         object: "model",
         created: a.created,

@@ -37,7 +37,7 @@ export interface GenerationClusterOptions {
   /** The catalog the whole cluster serves. @default SmolLM2 alone */
   readonly catalog?: { models: object[] };
   /** Ingress settings on top of the cluster's. */
-  readonly ingress?: Pick<IngressOptions, "streamIdleTimeoutMs">;
+  readonly ingress?: Partial<Pick<IngressOptions, "streamIdleTimeoutMs" | "access" | "logger">>;
 }
 
 /**

@@ -1,0 +1,76 @@
+/**
+ * `npm run keys`: tenants and their API keys, straight in the cluster's `SHOAL_TENANTS` bucket
+ * (the first admin key can only be made this way; after it, the admin API does the same).
+ *
+ *   npm run keys -- tenant acme [--models org/a,org/b | --models '*'] [--admin tenants,usage]
+ *   npm run keys -- tenants
+ *   npm run keys -- create --tenant acme [--label ci]
+ *   npm run keys -- list [--tenant acme]
+ *   npm run keys -- revoke <prefix>
+ *   npm run keys -- rotate <prefix>
+ *
+ * `--json` prints the result as JSON. NATS_URL names the cluster (default
+ * nats://127.0.0.1:4222). Exit status: 0, 1 when the store refused or could not be reached, 2
+ * for bad arguments.
+ */
+import { parseArgs } from "node:util";
+import { connectNats, drainOrClose } from "@shoal/jetstream";
+import { createLogger } from "@shoal/telemetry";
+import { TenantStore } from "@shoal/tenants";
+import { runCommand, TenantStoreError, UsageError, type KeysArgs } from "./commands.js";
+
+const usage =
+  "usage: npm run keys -- tenant NAME [--models A,B|*] [--admin tenants,models,usage] | tenants | " +
+  "create --tenant NAME [--label TEXT] | list [--tenant NAME] | revoke PREFIX | rotate PREFIX [--json]";
+
+function parse(argv: string[]): KeysArgs & { json: boolean } {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      tenant: { type: "string" },
+      label: { type: "string" },
+      models: { type: "string" },
+      admin: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
+  });
+  if (positionals.length > 2) throw new UsageError(`unexpected ${positionals.slice(2).join(" ")}`);
+  return { command: positionals[0], operand: positionals[1], ...values, json: values.json };
+}
+
+async function main(): Promise<number> {
+  let args;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (err) {
+    console.error(`${(err as Error).message}\n${usage}`);
+    return 2;
+  }
+  const logger = createLogger({ service: "keys", level: "warn" });
+  const nc = await connectNats(process.env["NATS_URL"] || "nats://127.0.0.1:4222", "shoal-keys");
+  const store = await TenantStore.open(nc, logger);
+  try {
+    const result = await runCommand(store, args);
+    console.log(args.json ? JSON.stringify(result.json, null, 2) : result.lines.join("\n"));
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`${err.message}\n${usage}`);
+      return 2;
+    }
+    if (err instanceof TenantStoreError) {
+      console.error(err.message);
+      return 1;
+    }
+    throw err;
+  } finally {
+    store.stop();
+    await drainOrClose(nc);
+  }
+}
+
+process.exitCode = await main().catch((err: unknown) => {
+  console.error(`npm run keys: ${(err as Error).message}`);
+  return 1;
+});
