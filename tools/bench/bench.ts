@@ -28,6 +28,9 @@
  *   replaces the default steps, `--step-seconds` their length, `--ingresses N` runs ingress as
  *   N replicas on one port, `--observed` runs it watched as in production: metrics scraped
  *   every 5 s and spans exported over OTLP at the default sampling).
+ * - `fairness`: one tenant floods at ten times its request quota while another sends a steady
+ *   load (tools/bench/fairness): the steady tenant's latency alone, beside the quota-limited
+ *   flood, and beside the same flood without a quota (`--phase-seconds` each phase's length).
  *
  * `--workload` replaces the scenario's workload file and `--steps N` keeps only its first N
  * rates (a quick look); each sweep stops two steps past its knee. `--bundle <file>` runs the
@@ -60,14 +63,15 @@ import { stepJson, sweep, type ModeResult } from "./sweep.js";
 import { sender, TARGETS } from "./targets/index.js";
 import { parseOrExit } from "./cli.js";
 import { benchOverhead, OVERHEAD_DEFAULTS } from "./overhead/overhead.js";
+import { benchFairness, FAIRNESS_DEFAULTS } from "./fairness/fairness.js";
 import { PROTOCOLS } from "./overhead/bodies.js";
 
 const usage =
-  "usage: npm run bench -- --scenario minilm|fleet|smollm2|overhead --out <dir> [--compare router] " +
+  "usage: npm run bench -- --scenario minilm|fleet|smollm2|overhead|fairness --out <dir> [--compare router] " +
   "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
   "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
-  "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N] [--observed]";
+  "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N] [--observed] [--phase-seconds N]";
 const { values } = parseOrExit(
   () =>
     parseArgs({
@@ -91,10 +95,30 @@ const { values } = parseOrExit(
         rates: { type: "string" },
         "step-seconds": { type: "string", default: String(OVERHEAD_DEFAULTS.stepSeconds) },
         observed: { type: "boolean", default: false },
+        "phase-seconds": { type: "string", default: String(FAIRNESS_DEFAULTS.seconds) },
       },
     }),
   usage,
 );
+if (values.scenario === "fairness" && values.out !== undefined) {
+  const seconds = Number(values["phase-seconds"]);
+  if (!(seconds > 0)) {
+    console.error(`--phase-seconds takes a positive number\n${usage}`);
+    process.exit(2);
+  }
+  await mkdir(values.out, { recursive: true });
+  const result = await benchFairness({ ...FAIRNESS_DEFAULTS, out: values.out, seconds });
+  console.error(
+    `[bench] fairness: steady p99 ${result.alone.steady.latency_ms.p99.toFixed(1)} ms alone, ` +
+      `${result.quota.steady.latency_ms.p99.toFixed(1)} ms beside the limited flood ` +
+      `(${result.steady_p99_ratio.toFixed(2)}×)` +
+      (result.unlimited === undefined
+        ? ""
+        : `, ${result.unlimited.steady.latency_ms.p99.toFixed(1)} ms beside an unlimited one`) +
+      `; wrote ${values.out}/result.json`,
+  );
+  process.exit(0);
+}
 if (values.scenario === "overhead" && values.out !== undefined) {
   const protocols = values.protocols.split(",").map((name) => {
     const protocol = PROTOCOLS.find((p) => p === name);

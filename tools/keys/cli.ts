@@ -3,6 +3,7 @@
  * (the first admin key can only be made this way; after it, the admin API does the same).
  *
  *   npm run keys -- tenant acme [--models org/a,org/b | --models '*'] [--admin tenants,usage]
+ *                                [--rps 50] [--tps 20000] [--concurrency 16]   (0: no limit)
  *   npm run keys -- tenants
  *   npm run keys -- create --tenant acme [--label ci]
  *   npm run keys -- list [--tenant acme]
@@ -20,7 +21,8 @@ import { TenantStore } from "@shoal/tenants";
 import { runCommand, TenantStoreError, UsageError, type KeysArgs } from "./commands.js";
 
 const usage =
-  "usage: npm run keys -- tenant NAME [--models A,B|*] [--admin tenants,models,usage] | tenants | " +
+  "usage: npm run keys -- tenant NAME [--models A,B|*] [--admin tenants,models,usage] " +
+  "[--rps N] [--tps N] [--concurrency N] | tenants | " +
   "create --tenant NAME [--label TEXT] | list [--tenant NAME] | revoke PREFIX | rotate PREFIX [--json]";
 
 function parse(argv: string[]): KeysArgs & { json: boolean } {
@@ -32,6 +34,9 @@ function parse(argv: string[]): KeysArgs & { json: boolean } {
       label: { type: "string" },
       models: { type: "string" },
       admin: { type: "string" },
+      rps: { type: "string" },
+      tps: { type: "string" },
+      concurrency: { type: "string" },
       json: { type: "boolean", default: false },
     },
   });

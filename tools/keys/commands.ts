@@ -1,10 +1,14 @@
 import {
   ADMIN_ACTIONS,
+  checkLimits,
   DEFAULT_GRANTS,
+  LimitsError,
+  NO_LIMITS,
   TenantStoreError,
   type AdminAction,
   type Grants,
   type KeyRecord,
+  type TenantLimits,
   type TenantRecord,
   type TenantStore,
 } from "@shoal/tenants";
@@ -21,6 +25,9 @@ export interface KeysArgs {
   readonly label?: string | undefined;
   readonly models?: string | undefined;
   readonly admin?: string | undefined;
+  readonly rps?: string | undefined;
+  readonly tps?: string | undefined;
+  readonly concurrency?: string | undefined;
 }
 
 /** What a command printed: lines for people, and the same facts as JSON for scripts. */
@@ -47,9 +54,48 @@ export function grantsOf(args: KeysArgs, base: Grants): Grants {
   };
 }
 
+/**
+ * Limits from `--rps`, `--tps` and `--concurrency` over `base`; `0` removes a limit.
+ */
+export function limitsOf(args: KeysArgs, base: TenantLimits): TenantLimits {
+  const next: Record<string, number | undefined> = { ...base };
+  const flags = [
+    ["rps", "requestsPerSecond"],
+    ["tps", "tokensPerSecond"],
+    ["concurrency", "maxConcurrent"],
+  ] as const;
+  for (const [flag, field] of flags) {
+    const raw = args[flag];
+    if (raw === undefined) continue;
+    const value = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(value) || value < 0) {
+      throw new UsageError(`--${flag} must be a number, 0 for no limit`);
+    }
+    next[field] = value === 0 ? undefined : value;
+  }
+  try {
+    return checkLimits(Object.fromEntries(Object.entries(next).filter(([, v]) => v !== undefined)));
+  } catch (err) {
+    if (err instanceof LimitsError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+function describeLimits(limits: TenantLimits | undefined): string {
+  const parts = [
+    limits?.requestsPerSecond === undefined ? [] : [`rps=${limits.requestsPerSecond}`],
+    limits?.tokensPerSecond === undefined ? [] : [`tps=${limits.tokensPerSecond}`],
+    limits?.maxConcurrent === undefined ? [] : [`concurrency=${limits.maxConcurrent}`],
+  ].flat();
+  return parts.length === 0 ? "unlimited" : parts.join(",");
+}
+
 function describeTenant(t: TenantRecord): string {
   const admin = t.grants.admin.length === 0 ? "none" : t.grants.admin.join(",");
-  return `${t.name}  models=${t.grants.models.join(",")}  admin=${admin}  created=${t.createdAt}`;
+  return (
+    `${t.name}  models=${t.grants.models.join(",")}  admin=${admin}  ` +
+    `limits=${describeLimits(t.limits)}  created=${t.createdAt}`
+  );
 }
 
 function describeKey(k: KeyRecord): string {
@@ -85,8 +131,15 @@ export async function runCommand(store: TenantStore, args: KeysArgs): Promise<Co
       const current = store.tenant(name);
       const record =
         current === undefined
-          ? await store.createTenant(name, grantsOf(args, DEFAULT_GRANTS))
-          : await store.setGrants(name, grantsOf(args, current.grants));
+          ? await store.createTenant(
+              name,
+              grantsOf(args, DEFAULT_GRANTS),
+              limitsOf(args, NO_LIMITS),
+            )
+          : await store.updateTenant(name, {
+              grants: grantsOf(args, current.grants),
+              limits: limitsOf(args, current.limits ?? NO_LIMITS),
+            });
       return {
         lines: [`${current === undefined ? "created" : "updated"} ${describeTenant(record)}`],
         json: record,

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -61,6 +62,9 @@ func (s *grpcSender) send(body []byte) error {
 	conn := s.conns[s.next.Add(1)%uint64(len(s.conns))]
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.timeout)
 	defer cancel()
+	for _, h := range s.o.headers {
+		ctx = metadata.AppendToOutgoingContext(ctx, h[0], h[1])
+	}
 	var reply []byte
 	if err := conn.Invoke(ctx, s.method, &body, &reply); err != nil {
 		st, _ := status.FromError(err)

@@ -39,9 +39,12 @@ func newHTTPSender(o options) (*httpSender, error) {
 		addr:    u.Host,
 		timeout: o.timeout,
 		pool:    make(chan *httpConn, o.conns),
-		head: []byte("POST " + o.path + " HTTP/1.1\r\nhost: " + u.Host +
-			"\r\ncontent-type: " + o.contentType + "\r\ncontent-length: "),
 	}
+	head := "POST " + o.path + " HTTP/1.1\r\nhost: " + u.Host + "\r\ncontent-type: " + o.contentType
+	for _, h := range o.headers {
+		head += "\r\n" + h[0] + ": " + h[1]
+	}
+	s.head = []byte(head + "\r\ncontent-length: ")
 	for i := 0; i < o.conns; i++ {
 		s.pool <- nil
 	}
@@ -58,7 +61,7 @@ func (s *httpSender) send(body []byte) error {
 		}
 		c = &httpConn{conn: conn, reader: bufio.NewReaderSize(conn, 64<<10)}
 	}
-	status, payload, keep, err := c.roundTrip(s, body)
+	status, payload, keep, retryAfter, err := c.roundTrip(s, body)
 	if err != nil || !keep {
 		c.conn.Close()
 		c = nil
@@ -71,16 +74,16 @@ func (s *httpSender) send(body []byte) error {
 		if len(payload) > 200 {
 			payload = payload[:200]
 		}
-		return &failure{key: fmt.Sprintf("http %d", status), detail: string(payload)}
+		return &failure{key: fmt.Sprintf("http %d", status), detail: string(payload), retryAfter: retryAfter}
 	}
 	return nil
 }
 
 // roundTrip writes one request and reads its response; keep is false when the server asked to
-// close the connection.
-func (c *httpConn) roundTrip(s *httpSender, body []byte) (status int, payload []byte, keep bool, err error) {
+// close the connection, retryAfter true when it said when to come back.
+func (c *httpConn) roundTrip(s *httpSender, body []byte) (status int, payload []byte, keep, retryAfter bool, err error) {
 	if err := c.conn.SetDeadline(time.Now().Add(s.timeout)); err != nil {
-		return 0, nil, false, err
+		return 0, nil, false, false, err
 	}
 	req := make([]byte, 0, len(s.head)+16+len(body))
 	req = append(req, s.head...)
@@ -88,21 +91,21 @@ func (c *httpConn) roundTrip(s *httpSender, body []byte) (status int, payload []
 	req = append(req, "\r\n\r\n"...)
 	req = append(req, body...)
 	if _, err := c.conn.Write(req); err != nil {
-		return 0, nil, false, err
+		return 0, nil, false, false, err
 	}
 	line, err := c.reader.ReadSlice('\n')
 	if err != nil {
-		return 0, nil, false, err
+		return 0, nil, false, false, err
 	}
 	status, err = parseStatusLine(line)
 	if err != nil {
-		return 0, nil, false, err
+		return 0, nil, false, false, err
 	}
 	length, keep := -1, true
 	for {
 		line, err := c.reader.ReadSlice('\n')
 		if err != nil {
-			return 0, nil, false, err
+			return 0, nil, false, false, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
@@ -110,35 +113,37 @@ func (c *httpConn) roundTrip(s *httpSender, body []byte) (status int, payload []
 		}
 		name, value, found := bytes.Cut(line, []byte(":"))
 		if !found {
-			return 0, nil, false, fmt.Errorf("malformed header line %q", line)
+			return 0, nil, false, false, fmt.Errorf("malformed header line %q", line)
 		}
 		value = bytes.TrimSpace(value)
 		switch {
 		case bytes.EqualFold(name, []byte("content-length")):
 			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
-				return 0, nil, false, fmt.Errorf("bad content-length %q", value)
+				return 0, nil, false, false, fmt.Errorf("bad content-length %q", value)
 			}
 		case bytes.EqualFold(name, []byte("transfer-encoding")):
-			return 0, nil, false, fmt.Errorf("transfer-encoding %q is not supported", value)
+			return 0, nil, false, false, fmt.Errorf("transfer-encoding %q is not supported", value)
 		case bytes.EqualFold(name, []byte("connection")):
 			keep = !bytes.EqualFold(value, []byte("close"))
+		case bytes.EqualFold(name, []byte("retry-after")):
+			retryAfter = len(value) > 0
 		}
 	}
 	if length < 0 {
-		return 0, nil, false, fmt.Errorf("response without content-length")
+		return 0, nil, false, false, fmt.Errorf("response without content-length")
 	}
 	if status == 200 {
 		// A success's body is not inspected: skipping it spares an allocation per request.
 		if _, err := c.reader.Discard(length); err != nil {
-			return 0, nil, false, err
+			return 0, nil, false, false, err
 		}
-		return status, nil, keep, nil
+		return status, nil, keep, retryAfter, nil
 	}
 	payload = make([]byte, length)
 	if _, err := io.ReadFull(c.reader, payload); err != nil {
-		return 0, nil, false, err
+		return 0, nil, false, false, err
 	}
-	return status, payload, keep, nil
+	return status, payload, keep, retryAfter, nil
 }
 
 // parseStatusLine reads the code of "HTTP/1.1 200 OK\r\n".

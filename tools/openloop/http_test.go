@@ -80,3 +80,35 @@ func (l countingListener) Accept() (net.Conn, error) {
 	}
 	return c, err
 }
+
+func TestHTTPSenderSendsHeadersAndNoticesRetryAfter(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("authorization") != "Bearer k1" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte("{}"))
+			return
+		}
+		w.Header().Set("retry-after", "2")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"error":"slow down"}`))
+	}))
+	defer server.Close()
+	var headers headerList
+	if err := headers.Set("Authorization: Bearer k1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"no colon", ": empty name", "a b: c", "x: \r\ny"} {
+		if err := headers.Set(bad); err == nil {
+			t.Fatalf("-header %q was accepted", bad)
+		}
+	}
+	s, err := newHTTPSender(options{url: server.URL, path: "/v1/embeddings",
+		contentType: "application/json", conns: 1, timeout: 5 * time.Second, headers: headers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.send([]byte(`{}`))
+	if f, ok := err.(*failure); !ok || f.key != "http 429" || !f.retryAfter {
+		t.Fatalf("a 429 with Retry-After gave %#v", err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +37,23 @@ type options struct {
 	conns       int
 	timeout     time.Duration
 	seed        uint64
+	// headers go with every request: HTTP headers, or gRPC metadata (an API key).
+	headers headerList
+}
+
+// headerList is a repeatable -header "name: value" flag.
+type headerList [][2]string
+
+func (h *headerList) String() string { return fmt.Sprint(*h) }
+
+func (h *headerList) Set(v string) error {
+	name, value, found := strings.Cut(v, ":")
+	name = strings.TrimSpace(name)
+	if !found || name == "" || strings.ContainsAny(name, " \r\n") || strings.ContainsAny(value, "\r\n") {
+		return fmt.Errorf("want name: value, not %q", v)
+	}
+	*h = append(*h, [2]string{strings.ToLower(name), strings.TrimSpace(value)})
+	return nil
 }
 
 // result is the step's summary; field names follow the bench's result.json (snake_case).
@@ -47,8 +65,10 @@ type result struct {
 	AchievedRps float64 `json:"achieved_rps"`
 	Failed      int     `json:"failed"`
 	// FailedBy counts failures by what went wrong (an HTTP status, a gRPC code, "timeout").
-	FailedBy  map[string]int `json:"failed_by"`
-	LatencyMs quantiles      `json:"latency_ms"`
+	FailedBy map[string]int `json:"failed_by"`
+	// RetryAfter counts refusals that said when to come back (an HTTP Retry-After header).
+	RetryAfter int       `json:"retry_after"`
+	LatencyMs  quantiles `json:"latency_ms"`
 	// SendLagMs is how late requests left against their schedule: small when the generator
 	// keeps up with the rate it offers.
 	SendLagMs quantiles `json:"send_lag_ms"`
@@ -74,8 +94,9 @@ type sender interface {
 }
 
 type failure struct {
-	key    string
-	detail string
+	key        string
+	detail     string
+	retryAfter bool
 }
 
 func (f *failure) Error() string { return f.key + ": " + f.detail }
@@ -93,6 +114,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 64, "HTTP connections (http), or HTTP/2 connections (grpc)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-request timeout")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the arrival times")
+	flag.Var(&o.headers, "header", "a header (gRPC: metadata) sent with every request, \"name: value\"; repeatable")
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "shoal-openloop:", err)
@@ -227,6 +249,9 @@ func summarise(o options, outcomes []outcome, warm, window time.Duration, cpu in
 			key := out.err.Error()
 			if f, ok := out.err.(*failure); ok {
 				key = f.key
+				if f.retryAfter {
+					r.RetryAfter++
+				}
 			}
 			r.FailedBy[key]++
 			if r.FirstError == "" {

@@ -23,7 +23,7 @@ const catalog = compileCatalog(
 );
 
 function caller(tenant: string, models: string[]): Principal {
-  return { tenant, keyPrefix: "abcdefgh", grants: { models, admin: [] } };
+  return { tenant, keyPrefix: "abcdefgh", grants: { models, admin: [] }, limits: {} };
 }
 
 describe("ModelAccess", () => {

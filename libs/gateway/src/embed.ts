@@ -60,8 +60,11 @@ export interface EmbedDeps {
   readonly offload: BlobOffload | undefined;
   /** The annotator, whose token estimate the answers calibrate. */
   readonly annotator: Annotate;
-  /** Refuses the request now if it cannot be admitted (overload, `noWait` and not resident). */
-  readonly admit: (model: ModelEntry, call: TaskCall) => void;
+  /**
+   * Refuses the request now if it cannot be admitted (overload, `noWait` and not resident, its
+   * tenant over a quota); else returns the admission's release.
+   */
+  readonly admit: (model: ModelEntry, call: TaskCall) => () => void;
   /** Queues an admitted request and resolves with its answer. */
   readonly submit: (
     model: ModelEntry,
@@ -97,7 +100,24 @@ export async function embedRequest(
     tokenInputs.length > 0
       ? validateTokenInputs(access, call.model, tokenInputs, limits)
       : validateEmbed(access, call.model, call.inputs, limits, (i) => oversized[i] === true);
-  deps.admit(model, call);
+  const release = deps.admit(model, call);
+  try {
+    return await embedAdmitted(deps, call, model, oversized, ctx, started);
+  } finally {
+    release();
+  }
+}
+
+async function embedAdmitted(
+  deps: EmbedDeps,
+  call: EmbedCall,
+  model: ModelEntry,
+  oversized: readonly boolean[],
+  ctx: Context,
+  started: number,
+): Promise<EmbedOutcome> {
+  const { offload } = deps;
+  const tokenInputs = call.tokenInputs ?? [];
   const blobs =
     offload === undefined ? [] : await storeOversized(offload, call.inputs, oversized, ctx);
   try {

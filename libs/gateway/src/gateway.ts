@@ -16,6 +16,7 @@ import type { ResidencyView } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import type { Principal } from "@shoal/tenants";
 import { ModelAccess, type AccessMode } from "./access.js";
+import { answeredTokens, type TenantAccounting } from "./accounting.js";
 import {
   DeadlineExceededError,
   InternalError,
@@ -51,6 +52,8 @@ export interface GatewayOptions {
   readonly residency?: ResidencyView;
   /** Whether every call must carry its API key's principal. @default "open" */
   readonly access?: AccessMode;
+  /** Per-tenant quotas and usage for calls that carry a principal; none kept without. */
+  readonly accounting?: TenantAccounting;
 }
 
 /**
@@ -76,9 +79,7 @@ export class Gateway {
       },
       offload: options.offload,
       annotator: options.annotator,
-      admit: (model, call) => {
-        this.#admit(model, call);
-      },
+      admit: (model, call) => this.#admit(model, call),
       submit: (model, task, call, ctx) => this.#submitAdmitted(model, task, call, ctx),
     };
   }
@@ -138,8 +139,12 @@ export class Gateway {
     call: TaskCall,
     ctx: Context,
   ): Promise<Submitted> {
-    this.#admit(model, call);
-    return this.#submitAdmitted(model, task, call, ctx);
+    const release = this.#admit(model, call);
+    try {
+      return await this.#submitAdmitted(model, task, call, ctx);
+    } finally {
+      release();
+    }
   }
 
   /** {@link submit} past admission, which the caller has checked. */
@@ -166,13 +171,25 @@ export class Gateway {
     );
     await this.#queue(request, held, ctx);
     const queuedAt = performance.now();
-    return { requestId, assembled: await held.answer, queuedAt };
+    const assembled = await held.answer;
+    if (call.caller !== undefined) {
+      this.#options.accounting?.used(call.caller, model, answeredTokens(assembled), 0);
+    }
+    return { requestId, assembled, queuedAt };
   }
 
-  /** Refuses now what cannot be taken: past `maxPending` held, or `noWait` and not resident. */
-  #admit(model: ModelEntry, call: TaskCall): void {
+  /**
+   * Refuses now what cannot be taken: past `maxPending` held, `noWait` and not resident, or
+   * its tenant over a quota.
+   *
+   * @returns the release of the tenant's admission, called when the request is over.
+   */
+  #admit(model: ModelEntry, call: TaskCall): () => void {
     refuseUnlessResident(this.#options.nc, this.#options.residency, model, call.noWait);
     admit(this.#pending.size, this.#options.maxPending ?? 10_000, "requests");
+    return call.caller === undefined
+      ? () => undefined
+      : (this.#options.accounting?.admit(call.caller) ?? (() => undefined));
   }
 
   /**

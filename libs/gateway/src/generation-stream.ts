@@ -46,8 +46,17 @@ export interface GenerationStreamOptions {
   /** Longest silence once the stream has started before it is given up. */
   readonly idleTimeoutMs: number;
   readonly sendControl: (subject: string, control: StreamControl) => void;
-  /** Called once when the stream ends, however it ends. */
-  readonly onEnd: () => void;
+  /**
+   * Called once when the stream ends, however it ends, with the tokens it used: output tokens
+   * as they streamed, the prompt's once a sequence finished (0 for a stream cut short before).
+   */
+  readonly onEnd: (usage: GenerationUsage) => void;
+}
+
+/** Model tokens one generation used. */
+export interface GenerationUsage {
+  readonly promptTokens: number;
+  readonly outputTokens: number;
 }
 
 type Slot =
@@ -76,6 +85,8 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
   #credited = 0;
   #done = 0;
   #ended = false;
+  #promptTokens = 0;
+  #outputTokens = 0;
   #cancelled = false;
   #timer: NodeJS.Timeout;
   readonly #started: Promise<void>;
@@ -167,6 +178,7 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
             tokens: e.value.tokens,
           },
         });
+        this.#outputTokens += e.value.tokens;
         break;
       case "done":
         this.#push({
@@ -180,6 +192,8 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
             timings: e.value.timings,
           },
         });
+        // Every sequence shares the one prompt.
+        this.#promptTokens = Math.max(this.#promptTokens, e.value.promptTokens);
         if (++this.#done >= this.#o.n) this.#end(undefined);
         break;
       case "error":
@@ -249,7 +263,7 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
     }
     this.#markStarted(error);
     this.#push(error === undefined ? { kind: "end" } : { kind: "error", error });
-    this.#o.onEnd();
+    this.#o.onEnd({ promptTokens: this.#promptTokens, outputTokens: this.#outputTokens });
   }
 }
 

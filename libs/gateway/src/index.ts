@@ -8,6 +8,7 @@ export type { EmbedCall, EmbedOutcome, RequestTimings } from "./embed.js";
 export type { Submitted, TaskCall, WorkTask } from "./submission.js";
 export type { AdapterResolver, ListedAdapter, ResolvedAdapter } from "./adapter-resolver.js";
 export { ModelAccess } from "./access.js";
+export type { TenantAccounting } from "./accounting.js";
 export type { AccessMode, AdapterSharing } from "./access.js";
 export { PublishedAdapters } from "./published-adapters.js";
 export {

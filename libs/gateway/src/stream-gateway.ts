@@ -16,6 +16,7 @@ import type { ResidencyView } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import type { Principal } from "@shoal/tenants";
 import { ModelAccess, type AccessMode } from "./access.js";
+import type { TenantAccounting } from "./accounting.js";
 import type { AdapterResolver, ListedAdapter } from "./adapter-resolver.js";
 import { AdapterNotFoundError, UnavailableError } from "./errors.js";
 import {
@@ -56,6 +57,8 @@ export interface StreamGatewayOptions {
   readonly adapters?: AdapterResolver;
   /** Whether every call must carry its API key's principal. @default "open" */
   readonly access?: AccessMode;
+  /** Per-tenant quotas and usage for calls that carry a principal; none kept without. */
+  readonly accounting?: TenantAccounting;
 }
 
 /** A generation that has started: its first event has arrived. */
@@ -168,6 +171,11 @@ export class StreamGateway {
     const adapterVersion = resolved?.version;
     refuseUnlessResident(this.#o.nc, this.#o.residency, model, call.noWait);
     admit(this.#streams.size, this.#o.maxStreams ?? 1000, "generations");
+    const caller = call.caller;
+    const release =
+      caller === undefined
+        ? () => undefined
+        : (this.#o.accounting?.admit(caller) ?? (() => undefined));
     const timeoutMs = requestTimeoutMs(call.timeoutMs, this.#o);
     const requestId = randomUUID();
     const n = call.n ?? 1;
@@ -181,7 +189,13 @@ export class StreamGateway {
       sendControl: (subject, control) => {
         this.#control(subject, control);
       },
-      onEnd: () => this.#streams.delete(requestId),
+      onEnd: (usage) => {
+        this.#streams.delete(requestId);
+        release();
+        if (caller !== undefined) {
+          this.#o.accounting?.used(caller, model, usage.promptTokens, usage.outputTokens);
+        }
+      },
     });
     this.#streams.set(requestId, stream);
     const onAbort = (): void => {

@@ -36,6 +36,7 @@ describe("authenticate", () => {
       tenant: "acme",
       keyPrefix: record.prefix,
       grants: acme.grants,
+      limits: {},
     });
   });
 

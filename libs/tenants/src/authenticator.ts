@@ -1,5 +1,6 @@
 import { matchesDigest, parseApiKey } from "./api-key.js";
 import type { Grants } from "./grants.js";
+import { NO_LIMITS, type TenantLimits } from "./limits.js";
 import type { KeyRecord, TenantRecord } from "./records.js";
 
 /** Who a request acts for, once its key checked out. */
@@ -8,6 +9,7 @@ export interface Principal {
   /** The key's public prefix, for logs and audit lines (never the key). */
   readonly keyPrefix: string;
   readonly grants: Grants;
+  readonly limits: TenantLimits;
 }
 
 /** Why a request could not be authenticated; answered 401 (UNAUTHENTICATED). */
@@ -55,7 +57,12 @@ export function authenticate(directory: TenantDirectory, presented: string): Pri
   if (tenant === undefined) {
     throw new UnauthenticatedError(NOT_VALID, "tenant deleted", parsed.prefix);
   }
-  return { tenant: tenant.name, keyPrefix: record.prefix, grants: tenant.grants };
+  return {
+    tenant: tenant.name,
+    keyPrefix: record.prefix,
+    grants: tenant.grants,
+    limits: tenant.limits ?? NO_LIMITS,
+  };
 }
 
 /**

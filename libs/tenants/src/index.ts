@@ -25,3 +25,6 @@ export {
   type TenantRecord,
 } from "./records.js";
 export { TenantStore, TenantStoreError } from "./tenant-store.js";
+export { checkLimits, LimitsError, NO_LIMITS, type TenantLimits } from "./limits.js";
+export { QuotaExceededError, TenantQuotas } from "./quotas.js";
+export { USAGE_BUCKET, UsageMeter, type UsageRecord } from "./usage-meter.js";

@@ -1,4 +1,5 @@
 import { ADMIN_ACTIONS, type AdminAction, type Grants } from "./grants.js";
+import { checkLimits, LimitsError, type TenantLimits } from "./limits.js";
 
 /** The JetStream KV bucket every tenant and key lives in. */
 export const TENANTS_BUCKET = "SHOAL_TENANTS";
@@ -7,6 +8,8 @@ export const TENANTS_BUCKET = "SHOAL_TENANTS";
 export interface TenantRecord {
   readonly name: string;
   readonly grants: Grants;
+  /** What its keys may take, per ingress process; absent fields are unlimited. */
+  readonly limits?: TenantLimits;
   /** ISO 8601. */
   readonly createdAt: string;
 }
@@ -93,9 +96,17 @@ export function decodeGrants(value: unknown): Grants {
 
 export function decodeTenant(bytes: Uint8Array): TenantRecord {
   const r = parse(bytes);
+  let limits;
+  try {
+    limits = checkLimits(r["limits"]);
+  } catch (err) {
+    if (err instanceof LimitsError) throw new RecordError(err.message);
+    throw err;
+  }
   return {
     name: text(r, "name", NAME),
     grants: decodeGrants(r["grants"]),
+    ...(Object.keys(limits).length === 0 ? {} : { limits }),
     createdAt: text(r, "createdAt"),
   };
 }

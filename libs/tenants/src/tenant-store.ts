@@ -4,6 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@shoal/telemetry";
 import { generateApiKey } from "./api-key.js";
 import { DEFAULT_GRANTS, type Grants } from "./grants.js";
+import { NO_LIMITS, type TenantLimits } from "./limits.js";
 import {
   apiKeyKey,
   decodeKey,
@@ -109,14 +110,23 @@ export class TenantStore {
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   }
 
-  async createTenant(name: string, grants: Grants = DEFAULT_GRANTS): Promise<TenantRecord> {
+  async createTenant(
+    name: string,
+    grants: Grants = DEFAULT_GRANTS,
+    limits: TenantLimits = NO_LIMITS,
+  ): Promise<TenantRecord> {
     if (!isTenantName(name)) {
       throw new TenantStoreError(
         `tenant name '${name}' must be 1–63 lower-case letters, digits or dashes, starting with a letter or digit`,
         "invalid",
       );
     }
-    const record: TenantRecord = { name, grants, createdAt: new Date().toISOString() };
+    const record: TenantRecord = {
+      name,
+      grants,
+      ...(Object.keys(limits).length === 0 ? {} : { limits }),
+      createdAt: new Date().toISOString(),
+    };
     try {
       await this.#kv.create(tenantKey(name), encodeRecord(record));
     } catch (err) {
@@ -129,12 +139,23 @@ export class TenantStore {
     return record;
   }
 
-  async setGrants(name: string, grants: Grants): Promise<TenantRecord> {
+  /** Changes a tenant's grants, its limits, or both; what `change` leaves out stays. */
+  async updateTenant(
+    name: string,
+    change: { readonly grants?: Grants; readonly limits?: TenantLimits },
+  ): Promise<TenantRecord> {
     const entry = await this.#kv.get(tenantKey(name));
     if (entry === null || entry.operation !== "PUT") {
       throw new TenantStoreError(`no tenant ${name}`, "not_found");
     }
-    const record = { ...decodeTenant(entry.value), grants };
+    const current = decodeTenant(entry.value);
+    const limits = change.limits ?? current.limits ?? NO_LIMITS;
+    const record: TenantRecord = {
+      name: current.name,
+      grants: change.grants ?? current.grants,
+      ...(Object.keys(limits).length === 0 ? {} : { limits }),
+      createdAt: current.createdAt,
+    };
     await this.#update(tenantKey(name), encodeRecord(record), entry.revision);
     this.#tenants.set(name, record);
     return record;

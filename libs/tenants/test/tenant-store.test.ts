@@ -69,7 +69,7 @@ it("rotates a key: the new one works, the old one no longer does", async () => {
 
 it("changes grants everywhere, and refuses what it must", async () => {
   await admin.createTenant("grants");
-  await admin.setGrants("grants", { models: ["m2"], admin: ["usage"] });
+  await admin.updateTenant("grants", { grants: { models: ["m2"], admin: ["usage"] } });
   await expect.poll(() => edge.tenant("grants")?.grants.models, { timeout: 5_000 }).toEqual(["m2"]);
 
   const refused = async (p: Promise<unknown>) =>
@@ -82,7 +82,9 @@ it("changes grants everywhere, and refuses what it must", async () => {
   expect(await refused(admin.createKey("nobody", "x"))).toMatchObject({ code: "not_found" });
   expect(await refused(admin.createKey("acme", "x\n"))).toBeInstanceOf(TenantStoreError);
   expect(await refused(admin.revokeKey("zzzzzzzz"))).toMatchObject({ code: "not_found" });
-  expect(await refused(admin.setGrants("nobody", { models: [], admin: [] }))).toMatchObject({
+  expect(
+    await refused(admin.updateTenant("nobody", { grants: { models: [], admin: [] } })),
+  ).toMatchObject({
     code: "not_found",
   });
 });

@@ -7,7 +7,7 @@ import { Annotator, Backlog } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
 import { AdapterStore } from "@shoal/adapters";
 import { Gateway, PublishedAdapters, StreamGateway, type AccessMode } from "@shoal/gateway";
-import { TenantStore } from "@shoal/tenants";
+import { TenantQuotas, TenantStore, UsageMeter } from "@shoal/tenants";
 import {
   ensureWorkStream,
   type WorkStreamOptions,
@@ -20,6 +20,8 @@ import type { Logger } from "@shoal/telemetry";
 import { handleAdmin, isAdminPath } from "./admin/admin-routes.js";
 import { authInterceptor } from "./connect/auth-interceptor.js";
 import { EdgeAuth } from "./edge-auth.js";
+import { IngressTenantAccounting } from "./tenant-accounting.js";
+import { TenantMetrics } from "./tenant-metrics.js";
 import { healthRoutes } from "./connect/health-service.js";
 import { inferenceRoutes } from "./connect/inference-service.js";
 import { reflectionRoutes } from "./connect/reflection-service.js";
@@ -143,6 +145,16 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
   logger.info({ vocabularies: await annotator.preloadVocabularies() }, "vocabularies read");
   const access = options.access ?? "open";
   const tenants = access === "keys" ? await TenantStore.open(nc, logger) : undefined;
+  const usage = access === "keys" ? await UsageMeter.open(nc, logger) : undefined;
+  const accounting =
+    usage === undefined
+      ? undefined
+      : new IngressTenantAccounting(
+          new TenantQuotas(),
+          usage,
+          logger,
+          options.metrics === undefined ? undefined : new TenantMetrics(options.metrics),
+        );
   const auth = tenants === undefined ? EdgeAuth.open(logger) : EdgeAuth.keys(tenants, logger);
   const residency = await ResidencyView.start(nc, logger);
   // The LoRA adapters the registry has published: generation requests may name them.
@@ -157,6 +169,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     offload: blobOffload(nc, offloadThresholdBytes, tracer),
     residency,
     access,
+    accounting,
   });
   const streams = await StreamGateway.start({
     nc,
@@ -168,6 +181,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     residency,
     adapters,
     access,
+    accounting,
   });
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024 * 1024;
   const connectHandler = connectNodeAdapter({
@@ -206,7 +220,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       if (isRestPath(path)) {
         void handleRest(req, res, rest);
       } else if (isAdminPath(path)) {
-        void handleAdmin(req, res, { auth, tenants, logger });
+        void handleAdmin(req, res, { auth, tenants, usage, logger });
       } else if (refuseWrongMethod(req, res, path, rpcs)) {
         return;
       } else if (refuseOversizedRpc(req, res, maxBodyBytes)) {
@@ -241,6 +255,7 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
       await adapters.stop();
       residency.stop();
       tenants?.stop();
+      await usage?.stop();
       backlog.stop();
       publisher.close();
       await drainOrClose(nc);

@@ -15,7 +15,12 @@ import {
   TINY,
   tinyHeadsCatalogDocument,
 } from "@shoal/testing";
-import OpenAI, { AuthenticationError, NotFoundError, PermissionDeniedError } from "openai";
+import OpenAI, {
+  AuthenticationError,
+  NotFoundError,
+  PermissionDeniedError,
+  RateLimitError,
+} from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { run, type RunningIngress } from "../src/run.js";
 import {
@@ -50,8 +55,8 @@ let acmeKey: string;
 let betaKey: string;
 const audit: Record<string, unknown>[] = [];
 
-const openai = (key: string | undefined, baseUrl = cluster.baseUrl) =>
-  new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: key ?? "", maxRetries: 0 });
+const openai = (key: string, baseUrl = cluster.baseUrl) =>
+  new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: key, maxRetries: 0 });
 
 async function publish(owner: string, name: string) {
   const files = {
@@ -69,7 +74,8 @@ beforeAll(async () => {
       access: "keys",
       logger: createLogger({
         service: "ingress",
-        level: "warn",
+        // Audit lines of admin actions done are information; of denials, warnings.
+        level: "info",
         destination: {
           write(line: string) {
             const parsed = JSON.parse(line) as Record<string, unknown>;
@@ -92,11 +98,14 @@ beforeAll(async () => {
   await publish("acme", "acme-poet");
   await publish("beta", "beta-secret");
   // Both adapters are in this ingress's copy of the index once beta's own listing shows its.
-  await expect
-    .poll(async () => (await openai(betaKey).models.list()).data.map((m) => m.id), {
-      timeout: 10_000,
-    })
-    .toContain(`${SMOLLM2}:beta-secret`);
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const listed = (await openai(betaKey).models.list()).data.map((m) => m.id);
+    if (listed.includes(`${SMOLLM2}:beta-secret`)) break;
+    if (Date.now() > until)
+      throw new Error(`ingress never listed beta's adapter: ${listed.join(", ")}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }, 360_000);
 
 afterAll(async () => {
@@ -142,15 +151,26 @@ describe("the openai SDK with an API key", { timeout: 120_000 }, () => {
   });
 
   it("answers 401 without a key, with a wrong one and with a malformed one", async () => {
+    // The SDK will not send a request without a key: a plain client does.
+    const bare = await fetch(`${cluster.baseUrl}/v1/embeddings`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: EMB, input: "x" }),
+    });
+    expect(bare.status).toBe(401);
+    expect(bare.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(await bare.json()).toMatchObject({
+      error: { type: "authentication_error", code: "unauthenticated" },
+    });
     const tampered = acmeKey.slice(0, -4) + (acmeKey.endsWith("AAAA") ? "BBBB" : "AAAA");
-    for (const key of [undefined, "not-a-key", tampered, acmeKey.slice(0, 20)]) {
+    for (const key of ["not-a-key", tampered, acmeKey.slice(0, 20), `${acmeKey}x`]) {
       const err = await openai(key)
         .embeddings.create({ model: EMB, input: "x" })
         .catch((e: unknown) => e);
-      expect(err, String(key)).toBeInstanceOf(AuthenticationError);
+      expect(err, key).toBeInstanceOf(AuthenticationError);
       expect((err as AuthenticationError).headers.get("www-authenticate")).toMatch(/^Bearer/);
     }
-    const listing = await openai(undefined)
+    const listing = await openai("sk-wrong")
       .models.list()
       .catch((e: unknown) => e);
     expect(listing).toBeInstanceOf(AuthenticationError);
@@ -221,12 +241,12 @@ describe("@grpc/grpc-js with the key in metadata", { timeout: 120_000 }, () => {
     });
 
   it("embeds and scores with a valid key", async () => {
-    const embedded = await call<{ dimensions: number }>(
+    const embedded = await call<{ embeddings: unknown[] }>(
       "Embed",
       { model: EMB, inputs: ["a"] },
       acmeKey,
     );
-    expect(embedded.dimensions).toBe(384);
+    expect(embedded.embeddings).toHaveLength(1);
     const scored = await call<{ scores: number[] }>(
       "Score",
       { model: TINY.crossEncoder, query: "q", documents: ["d"] },
@@ -402,6 +422,55 @@ describe("the admin API", { timeout: 60_000 }, () => {
     const wrong = await admin("DELETE", "/tenants", opsKey);
     expect(wrong.status).toBe(405);
     expect(wrong.headers.get("allow")).toBe("GET");
+  });
+});
+
+describe("quotas and usage", { timeout: 60_000 }, () => {
+  it("answers 429 with Retry-After once a tenant is over its requests/s", async () => {
+    await tenants.createTenant("tiny", { models: [EMB], admin: [] }, { requestsPerSecond: 2 });
+    const key = (await tenants.createKey("tiny", "quota")).key;
+    const embed = () =>
+      fetch(`${cluster.baseUrl}/v1/embeddings`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: EMB, input: "x" }),
+      });
+    await expect.poll(async () => (await embed()).status).toBe(200);
+    const answers = await Promise.all(Array.from({ length: 6 }, embed));
+    const refused = answers.filter((a) => a.status === 429);
+    expect(refused.length).toBeGreaterThanOrEqual(4);
+    expect(Number(refused[0]?.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    const body = (await refused[0]?.json()) as { error: { type: string; message: string } };
+    expect(body.error.type).toBe("rate_limit_error");
+    expect(body.error.message).toMatch(/tiny is over its 2 requests\/s/);
+    // The official SDK sees the same as its RateLimitError.
+    const sdk = await openai(key)
+      .embeddings.create({ model: EMB, input: "x" })
+      .catch((e: unknown) => e);
+    expect(sdk).toBeInstanceOf(RateLimitError);
+  });
+
+  it("counts each tenant's tokens per model, readable through the admin API", async () => {
+    await openai(acmeKey).embeddings.create({ model: EMB, input: ["one two three", "four"] });
+    const usage = async (key: string, query = "") => {
+      const answer = await fetch(`${cluster.baseUrl}/admin/v1/usage${query}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      return {
+        status: answer.status,
+        body: (await answer.json()) as { usage: Record<string, unknown>[] },
+      };
+    };
+    // Ingress adds its counts to the usage bucket every few seconds.
+    await expect
+      .poll(async () => (await usage(acmeKey)).body.usage, { timeout: 15_000, interval: 500 })
+      .toContainEqual(expect.objectContaining({ tenant: "acme", model: EMB }));
+    const own = (await usage(acmeKey)).body.usage;
+    expect(own.every((u) => u["tenant"] === "acme")).toBe(true);
+    const generated = own.find((u) => u["model"] === SMOLLM2);
+    expect(generated?.["outputTokens"]).toBeGreaterThan(0);
+    // Without the usage grant a key reads only its own tenant.
+    expect((await usage(acmeKey, "?tenant=beta")).status).toBe(403);
   });
 });
 

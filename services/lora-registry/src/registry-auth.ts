@@ -3,6 +3,7 @@ import {
   authenticate,
   bearerKey,
   DEFAULT_GRANTS,
+  NO_LIMITS,
   UnauthenticatedError as KeyRefused,
   type AccessMode,
   type Principal,
@@ -18,6 +19,7 @@ const OPEN_PRINCIPAL: Principal = Object.freeze({
   tenant: DEFAULT_TENANT,
   keyPrefix: "",
   grants: DEFAULT_GRANTS,
+  limits: NO_LIMITS,
 });
 
 /**

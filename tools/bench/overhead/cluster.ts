@@ -1,7 +1,8 @@
 /**
- * The cluster the overhead bench measures: every process of the quickstart's request path, as
- * `npm start` runs it (nats-server, ingress, one worker and its sidecar), with one
- * simulated model whose batches cost nothing, so all the CPU a request takes is Shoal's own.
+ * The cluster the overhead and fairness benches measure: every process of the quickstart's
+ * request path, as `npm start` runs it (nats-server, ingress, one worker and its sidecar),
+ * with one simulated model whose batches cost nothing (so all the CPU a request takes is
+ * Shoal's own) or the wall time `cost` says.
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -13,6 +14,7 @@ import {
   startService,
   tempDir,
   type ServiceHandle,
+  type SimCost,
 } from "@shoal/testing";
 import { childPid, childPids } from "./proc-cpu.js";
 
@@ -21,6 +23,7 @@ export const OVERHEAD_MODEL = "sim/zero-cost";
 
 export interface OverheadCluster {
   readonly baseUrl: string;
+  readonly natsUrl: string;
   /** The metrics ports of ingress and the worker, when they serve them. */
   readonly metricsPorts: readonly number[];
   /** Every cluster process by role (ingress: its supervisor and replicas), for CPU accounting. */
@@ -28,23 +31,30 @@ export interface OverheadCluster {
   stop(): Promise<void>;
 }
 
-/**
- * @param ingressProcesses `SHOAL_INGRESS_PROCESSES`: more than one runs ingress as replicas
- *   sharing the port under a supervisor.
- * @param serviceEnv extra environment for every Node service.
- * @param metrics serve ingress's and the worker's metrics, each on a port of its own.
- */
+export interface OverheadClusterOptions {
+  /**
+   * `SHOAL_INGRESS_PROCESSES`: more than one runs ingress as replicas sharing the port under a
+   * supervisor. @default 1
+   */
+  readonly ingressProcesses?: number;
+  /** Extra environment for every Node service. */
+  readonly serviceEnv?: Readonly<Record<string, string>>;
+  /** Serve ingress's and the worker's metrics, each on a port of its own. @default false */
+  readonly metrics?: boolean;
+  /** What a batch of the model costs in wall time. @default nothing */
+  readonly cost?: SimCost;
+}
+
 export async function startOverheadCluster(
-  ingressProcesses = 1,
-  serviceEnv: Readonly<Record<string, string>> = {},
-  metrics = false,
+  options: OverheadClusterOptions = {},
 ): Promise<OverheadCluster> {
+  const ingressProcesses = options.ingressProcesses ?? 1;
   const dir = await tempDir("bench-overhead");
   const catalogPath = join(dir, "catalog.json");
   await writeFile(
     catalogPath,
     JSON.stringify({
-      models: [simEmbeddingEntry(OVERHEAD_MODEL, "zero-cost")],
+      models: [simEmbeddingEntry(OVERHEAD_MODEL, "zero-cost", options.cost)],
     }),
   );
   const nats = await startNatsServer();
@@ -57,10 +67,10 @@ export async function startOverheadCluster(
     NATS_URL: nats.url,
     SHOAL_CATALOG: catalogPath,
     LOG_LEVEL: "info",
-    ...serviceEnv,
+    ...options.serviceEnv,
   };
   const port = await freePort();
-  const metricsPorts = metrics ? [await freePort(), await freePort()] : [];
+  const metricsPorts = options.metrics === true ? [await freePort(), await freePort()] : [];
   const metricsEnv = (i: number): Record<string, string> =>
     metricsPorts[i] === undefined ? {} : { SHOAL_METRICS_PORT: String(metricsPorts[i]) };
   try {
@@ -90,6 +100,7 @@ export async function startOverheadCluster(
     services.push(ingress);
     return {
       baseUrl: `http://127.0.0.1:${port}`,
+      natsUrl: nats.url,
       metricsPorts,
       pids: {
         ingress: [ingress.pid, ...(await replicasOf(ingress.pid, ingressProcesses))],

@@ -7,20 +7,16 @@
  * (from `/proc`, less what it uses idle) per answered request, and reports the generator's own
  * CPU and send lag beside them, so a reader can see the generator was not the limit.
  */
-import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { findKnee, kneeMiss, type StepResult } from "@shoal/loadgen";
-import { shoalHome } from "@shoal/testing";
 import { encodeBodies, ROUTES, type Protocol } from "./bodies.js";
 import { OVERHEAD_MODEL, startOverheadCluster, type OverheadCluster } from "./cluster.js";
 import { startObservers } from "./observers.js";
+import { openloop, type GeneratorStep } from "./openloop.js";
 import { DEFAULT_TRACE_RATIO } from "@shoal/telemetry";
 import { cpuUs } from "./proc-cpu.js";
-
-const run = promisify(execFile);
 
 export interface OverheadOptions {
   readonly out: string;
@@ -60,23 +56,6 @@ export const OVERHEAD_DEFAULTS = {
   scrapeIntervalMs: 5_000,
 } as const;
 
-/** What the generator printed for one step (tools/openloop's JSON). */
-interface GeneratorStep {
-  readonly offered_rps: number;
-  readonly sent: number;
-  readonly sent_rps: number;
-  readonly answered: number;
-  readonly achieved_rps: number;
-  readonly failed: number;
-  readonly failed_by: Record<string, number>;
-  readonly latency_ms: StepResult["latencyMs"];
-  readonly send_lag_ms: StepResult["latencyMs"];
-  readonly cpu_us: number;
-  readonly total_answered: number;
-  readonly total_cpu_us: number;
-  readonly first_error?: string;
-}
-
 interface OverheadStep extends GeneratorStep {
   /** CPU µs per answered request by cluster process, idle use subtracted; `total` sums them. */
   readonly cpu_us_per_request: Record<string, number>;
@@ -86,11 +65,12 @@ interface OverheadStep extends GeneratorStep {
 
 export async function benchOverhead(options: OverheadOptions): Promise<void> {
   const observers = options.observed ? await startObservers() : undefined;
-  const cluster = await startOverheadCluster(
-    options.ingressProcesses,
-    observers === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: observers.otlpEndpoint },
-    options.observed,
-  );
+  const cluster = await startOverheadCluster({
+    ingressProcesses: options.ingressProcesses,
+    serviceEnv:
+      observers === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: observers.otlpEndpoint },
+    metrics: options.observed,
+  });
   observers?.scrape(cluster.metricsPorts, options.scrapeIntervalMs);
   try {
     const idle = await idleRates(cluster);
@@ -214,25 +194,20 @@ async function runStep(
   const route = ROUTES[protocol];
   const before = await cpuUs(cluster.pids);
   const started = performance.now();
-  const { stdout } = await run(
-    join(process.env["SHOAL_BIN"] ?? join(shoalHome(), "bin"), "shoal-openloop"),
-    [
-      `-protocol=${route.protocol}`,
-      `-url=${cluster.baseUrl}`,
-      `-path=${route.path}`,
-      `-content-type=${route.contentType}`,
-      `-conns=${route.conns}`,
-      `-bodies=${bodiesPath}`,
-      `-rate=${rate}`,
-      `-seconds=${options.stepSeconds}`,
-      `-warmup=${options.warmupSeconds}`,
-      "-timeout=10s",
-    ],
-    { maxBuffer: 1 << 20 },
-  );
+  const generated = await openloop([
+    `-protocol=${route.protocol}`,
+    `-url=${cluster.baseUrl}`,
+    `-path=${route.path}`,
+    `-content-type=${route.contentType}`,
+    `-conns=${route.conns}`,
+    `-bodies=${bodiesPath}`,
+    `-rate=${rate}`,
+    `-seconds=${options.stepSeconds}`,
+    `-warmup=${options.warmupSeconds}`,
+    "-timeout=10s",
+  ]);
   const elapsedS = (performance.now() - started) / 1000;
   const after = await cpuUs(cluster.pids);
-  const generated = JSON.parse(stdout) as GeneratorStep;
   const answered = Math.max(1, generated.total_answered);
   const perRequest: Record<string, number> = {};
   let total = 0;

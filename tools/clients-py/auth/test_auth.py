@@ -6,6 +6,8 @@ private adapter (SHOAL_HIDDEN_ADAPTER).
 """
 
 import os
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -46,7 +48,15 @@ def test_a_valid_key_embeds_and_lists_its_models(shoal_url: str) -> None:
 
 def test_missing_wrong_ungranted_and_hidden_get_401_403_404(shoal_url: str) -> None:
     key = setting("SHOAL_API_KEY")
-    for wrong in ["", "sk-not-shoal", key[:-1] + ("A" if key[-1] != "A" else "B")]:
+    # The SDK refuses to send without a key; a plain HTTP client does.
+    bare = urllib.request.Request(
+        f"{shoal_url}/v1/models", headers={"content-type": "application/json"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as unauthenticated:
+        urllib.request.urlopen(bare, timeout=10)
+    assert unauthenticated.value.code == 401
+    assert unauthenticated.value.headers["www-authenticate"].startswith("Bearer")
+    for wrong in ["sk-not-shoal", key[:-1] + ("A" if key[-1] != "A" else "B")]:
         with pytest.raises(openai.AuthenticationError):
             client(shoal_url, wrong).embeddings.create(
                 model=setting("SHOAL_GRANTED_MODEL"), input="x"
@@ -66,7 +76,7 @@ def test_grpcio_sends_the_key_as_metadata(channel: grpc.Channel, stubs: Stubs) -
     service = stubs.pb2_grpc.InferenceServiceStub(channel)
     request = stubs.pb2.EmbedRequest(model=setting("SHOAL_GRANTED_MODEL"), inputs=["a"])
     bearer = (("authorization", f"Bearer {setting('SHOAL_API_KEY')}"),)
-    assert service.Embed(request, metadata=bearer, timeout=30).dimensions == 384
+    assert len(service.Embed(request, metadata=bearer, timeout=30).embeddings) == 1
     with pytest.raises(grpc.RpcError) as unauthenticated:
         service.Embed(request, timeout=30)
     assert unauthenticated.value.code() == grpc.StatusCode.UNAUTHENTICATED

@@ -2,15 +2,21 @@ import { InvalidArgumentError } from "@shoal/gateway";
 import {
   allowsAdmin,
   audit,
+  checkLimits,
   decodeGrants,
   DEFAULT_GRANTS,
+  isTenantName,
+  LimitsError,
+  NO_LIMITS,
   RecordError,
   TenantStoreError,
   type AdminAction,
   type KeyRecord,
   type Principal,
+  type TenantLimits,
   type TenantRecord,
   type TenantStore,
+  type UsageMeter,
 } from "@shoal/tenants";
 import type { Logger } from "@shoal/telemetry";
 import type { EdgeAuth } from "../edge-auth.js";
@@ -25,6 +31,8 @@ export interface AdminContext {
   readonly auth: EdgeAuth;
   /** Undefined on an open cluster, which has no tenants to administer. */
   readonly tenants: TenantStore | undefined;
+  /** The cluster's usage bucket; undefined on an open cluster. */
+  readonly usage: UsageMeter | undefined;
   readonly logger: Logger;
 }
 
@@ -36,14 +44,16 @@ export function isAdminPath(path: string): boolean {
 interface Route {
   readonly method: string;
   readonly pattern: RegExp;
-  /** What the caller's grants must include. */
-  readonly needs: AdminAction;
+  /** What the caller's grants must include; `self` for any valid key (the route scopes it). */
+  readonly needs: AdminAction | "self";
   readonly action: string;
   readonly run: (a: AdminCall) => Promise<{ status: number; body: unknown }>;
 }
 
 interface AdminCall {
   readonly store: TenantStore;
+  readonly usage: UsageMeter;
+  readonly caller: Principal;
   readonly req: HttpRequest;
   readonly params: readonly string[];
   readonly url: URL;
@@ -58,11 +68,13 @@ const PREFIX = "([a-z2-7]{8})";
  * call, allowed or denied, leaves an audit line.
  *
  *   GET    /admin/v1/tenants
- *   PUT    /admin/v1/tenants/{name}          {"models": [...], "admin": [...]}: create or regrant
+ *   PUT    /admin/v1/tenants/{name}          {"models", "admin", "limits"}: create or change
  *   GET    /admin/v1/keys[?tenant=name]
  *   POST   /admin/v1/tenants/{name}/keys     {"label": "..."}: 201 with the key, shown once
  *   DELETE /admin/v1/keys/{prefix}           revoke
  *   POST   /admin/v1/keys/{prefix}/rotate    201 with the new key; the old one is revoked
+ *   GET    /admin/v1/usage[?tenant=name]     tokens and requests per tenant and model; a key
+ *                                            without the `usage` grant reads its own tenant's
  */
 const ROUTES: readonly Route[] = [
   {
@@ -82,10 +94,11 @@ const ROUTES: readonly Route[] = [
       const current = store.tenant(name);
       const body = object(await readRequest(req, MAX_ADMIN_BODY_BYTES));
       const grants = grantsFrom(body, current?.grants ?? DEFAULT_GRANTS);
+      const limits = limitsFrom(body, current?.limits ?? NO_LIMITS);
       const record: TenantRecord =
         current === undefined
-          ? await store.createTenant(name, grants)
-          : await store.setGrants(name, grants);
+          ? await store.createTenant(name, grants, limits)
+          : await store.updateTenant(name, { grants, limits });
       return { status: current === undefined ? 201 : 200, body: record };
     },
   },
@@ -133,6 +146,28 @@ const ROUTES: readonly Route[] = [
       return { status: 201, body: { key: made.key, ...listed(made.record) } };
     },
   },
+  {
+    method: "GET",
+    pattern: /^\/admin\/v1\/usage$/,
+    needs: "self",
+    action: "usage.read",
+    run: async ({ usage, caller, url }) => {
+      const asked = url.searchParams.get("tenant") ?? undefined;
+      const all = allowsAdmin(caller.grants, "usage");
+      if (!all && asked !== undefined && asked !== caller.tenant) {
+        throw new AdminError(
+          403,
+          "permission_denied",
+          "without the 'usage' grant a key reads only its own tenant's usage",
+        );
+      }
+      const tenant = all ? asked : caller.tenant;
+      if (tenant !== undefined && !isTenantName(tenant)) {
+        throw new AdminError(400, "invalid", `${JSON.stringify(tenant)} is not a tenant name`);
+      }
+      return { status: 200, body: { usage: await usage.read(tenant) } };
+    },
+  },
 ];
 
 /** A key as listings show it: never its digest, which would let a thief test guesses offline. */
@@ -151,6 +186,15 @@ function object(raw: unknown): Record<string, unknown> {
     throw new InvalidArgumentError("request body must be a JSON object");
   }
   return raw as Record<string, unknown>;
+}
+
+function limitsFrom(body: Record<string, unknown>, base: TenantLimits): TenantLimits {
+  try {
+    return body["limits"] === undefined ? base : checkLimits(body["limits"]);
+  } catch (err) {
+    if (err instanceof LimitsError) throw new InvalidArgumentError(err.message);
+    throw err;
+  }
 }
 
 function grantsFrom(body: Record<string, unknown>, base: TenantRecord["grants"]) {
@@ -200,7 +244,8 @@ export async function handleAdmin(
   let route: Route | undefined;
   try {
     const store = ac.tenants;
-    if (store === undefined) {
+    const usage = ac.usage;
+    if (store === undefined || usage === undefined) {
       throw new AdminError(
         404,
         "not_found",
@@ -219,7 +264,10 @@ export async function handleAdmin(
       );
     }
     caller = ac.auth.principal(req.headers.authorization, path);
-    if (caller === undefined || !allowsAdmin(caller.grants, route.needs)) {
+    if (
+      caller === undefined ||
+      (route.needs !== "self" && !allowsAdmin(caller.grants, route.needs))
+    ) {
       throw new AdminError(
         403,
         "permission_denied",
@@ -227,7 +275,7 @@ export async function handleAdmin(
       );
     }
     const params = (route.pattern.exec(path) ?? []).slice(1);
-    const answer = await route.run({ store, req, params, url });
+    const answer = await route.run({ store, usage, caller, req, params, url });
     audit(ac.logger, {
       action: route.action,
       outcome: "done",

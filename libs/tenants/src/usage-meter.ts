@@ -1,0 +1,152 @@
+import { Kvm, type KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "@shoal/telemetry";
+
+/** The KV bucket holding every tenant's usage, summed over every ingress process. */
+export const USAGE_BUCKET = "SHOAL_USAGE";
+
+/** One tenant's use of one model since the bucket was created. */
+export interface UsageRecord {
+  readonly tenant: string;
+  /** The catalog model id. */
+  readonly model: string;
+  readonly requests: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** ISO 8601: when an ingress last added to it. */
+  readonly updatedAt: string;
+}
+
+interface Delta {
+  tenant: string;
+  model: string;
+  modelKey: string;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Attempts of one compare-and-set add before the delta waits for the next flush. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Per-tenant usage, counted in memory on the request path and added to the `SHOAL_USAGE` KV
+ * bucket every few seconds with compare-and-set, so every ingress process's counts add up in
+ * one place the admin API reads. A delta that cannot be written (NATS away) stays in memory and
+ * goes with the next flush; nothing is counted twice, and at most one flush interval of usage
+ * is lost if a process dies.
+ */
+export class UsageMeter {
+  readonly #kv: KV;
+  readonly #logger: Logger;
+  readonly #pending = new Map<string, Delta>();
+  readonly #timer: NodeJS.Timeout;
+  #flushing: Promise<void> = Promise.resolve();
+
+  private constructor(kv: KV, logger: Logger, flushEveryMs: number) {
+    this.#kv = kv;
+    this.#logger = logger;
+    this.#timer = setInterval(() => {
+      void this.flush();
+    }, flushEveryMs);
+    this.#timer.unref();
+  }
+
+  static async open(nc: NatsConnection, logger: Logger, flushEveryMs = 5000): Promise<UsageMeter> {
+    const kv = await new Kvm(nc).create(USAGE_BUCKET, { history: 1 });
+    return new UsageMeter(kv, logger, flushEveryMs);
+  }
+
+  /** Counts one answered request. `modelKey` (the catalog key) names the KV entry. */
+  record(
+    tenant: string,
+    model: string,
+    modelKey: string,
+    inputTokens: number,
+    outputTokens: number,
+  ): void {
+    const key = `usage.${tenant}.${modelKey}`;
+    let delta = this.#pending.get(key);
+    if (delta === undefined) {
+      delta = { tenant, model, modelKey, requests: 0, inputTokens: 0, outputTokens: 0 };
+      this.#pending.set(key, delta);
+    }
+    delta.requests += 1;
+    delta.inputTokens += inputTokens;
+    delta.outputTokens += outputTokens;
+  }
+
+  /** Adds what was counted since the last flush to the bucket; one flush at a time. */
+  flush(): Promise<void> {
+    this.#flushing = this.#flushing.then(() => this.#flushOnce());
+    return this.#flushing;
+  }
+
+  /** Everything the bucket holds, of one tenant when named, by tenant then model. */
+  async read(tenant?: string): Promise<UsageRecord[]> {
+    const records: UsageRecord[] = [];
+    const keys = await this.#kv.keys(tenant === undefined ? "usage.>" : `usage.${tenant}.>`);
+    for await (const key of keys) {
+      const entry = await this.#kv.get(key);
+      if (entry === null || entry.operation !== "PUT") continue;
+      records.push(entry.json<UsageRecord>());
+    }
+    return records.sort(
+      (a, b) => a.tenant.localeCompare(b.tenant) || a.model.localeCompare(b.model),
+    );
+  }
+
+  /** Stops the timer and writes what is left. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.flush();
+  }
+
+  async #flushOnce(): Promise<void> {
+    const deltas = [...this.#pending.entries()];
+    this.#pending.clear();
+    for (const [key, delta] of deltas) {
+      try {
+        await this.#add(key, delta);
+      } catch (err) {
+        this.#logger.warn({ err, key }, "usage not written; it goes with the next flush");
+        this.#merge(key, delta);
+      }
+    }
+  }
+
+  async #add(key: string, delta: Delta): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const entry = await this.#kv.get(key);
+      const current =
+        entry === null || entry.operation !== "PUT" ? undefined : entry.json<UsageRecord>();
+      const next: UsageRecord = {
+        tenant: delta.tenant,
+        model: delta.model,
+        requests: (current?.requests ?? 0) + delta.requests,
+        inputTokens: (current?.inputTokens ?? 0) + delta.inputTokens,
+        outputTokens: (current?.outputTokens ?? 0) + delta.outputTokens,
+        updatedAt: new Date().toISOString(),
+      };
+      try {
+        if (entry === null) await this.#kv.create(key, JSON.stringify(next));
+        else await this.#kv.update(key, JSON.stringify(next), entry.revision);
+        return;
+      } catch (err) {
+        // Another ingress added first: read its sum and add to that.
+        if (attempt >= MAX_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  #merge(key: string, delta: Delta): void {
+    const pending = this.#pending.get(key);
+    if (pending === undefined) {
+      this.#pending.set(key, delta);
+      return;
+    }
+    pending.requests += delta.requests;
+    pending.inputTokens += delta.inputTokens;
+    pending.outputTokens += delta.outputTokens;
+  }
+}
