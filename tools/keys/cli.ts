@@ -11,11 +11,11 @@
  *   npm run keys -- rotate <prefix>
  *
  * `--json` prints the result as JSON. NATS_URL names the cluster (default
- * nats://127.0.0.1:4222). Exit status: 0, 1 when the store refused or could not be reached, 2
+ * nats://127.0.0.1:4222), NATS_CA, NATS_USER and NATS_PASSWORD how to reach it. Exit status: 0, 1 when the store refused or could not be reached, 2
  * for bad arguments.
  */
 import { parseArgs } from "node:util";
-import { connectNats, drainOrClose } from "@shoal/jetstream";
+import { connectNats, drainOrClose, natsAuthFromEnv } from "@shoal/jetstream";
 import { createLogger } from "@shoal/telemetry";
 import { TenantStore } from "@shoal/tenants";
 import { runCommand, TenantStoreError, UsageError, type KeysArgs } from "./commands.js";
@@ -53,7 +53,11 @@ async function main(): Promise<number> {
     return 2;
   }
   const logger = createLogger({ service: "keys", level: "warn" });
-  const nc = await connectNats(process.env["NATS_URL"] || "nats://127.0.0.1:4222", "shoal-keys");
+  const nc = await connectNats(
+    process.env["NATS_URL"] || "nats://127.0.0.1:4222",
+    "shoal-keys",
+    natsAuthFromEnv(process.env),
+  );
   const store = await TenantStore.open(nc, logger);
   try {
     const result = await runCommand(store, args);

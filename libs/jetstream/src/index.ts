@@ -33,7 +33,7 @@ export type {
   WorkConsumerOptions,
   WorkStreamOptions,
 } from "./topology.js";
-export { connectNats, drainOrClose } from "./connection.js";
+export { connectNats, drainOrClose, natsAuthFromEnv, type NatsAuth } from "./connection.js";
 export { pull } from "./pull.js";
 export {
   NoStreamError,

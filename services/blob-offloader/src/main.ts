@@ -1,3 +1,4 @@
+import { natsAuthFromEnv } from "@shoal/jetstream";
 import { blobStoreFromEnv } from "@shoal/blobs";
 import {
   bootService,
@@ -14,6 +15,7 @@ const booted = bootService("blob-offloader", env);
 try {
   const offloader = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    natsAuth: natsAuthFromEnv(env),
     store: blobStoreFromEnv(env),
     offloaderId: envOptional(env, "SHOAL_OFFLOADER_ID"),
     maxBlobBytes: envInt(env, "SHOAL_BLOB_MAX_BYTES"),

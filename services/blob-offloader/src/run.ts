@@ -6,7 +6,7 @@ import {
   type BlobServer,
   type BlobStoreSettings,
 } from "@shoal/blobs";
-import { connectNats, drainOrClose } from "@shoal/jetstream";
+import { connectNats, drainOrClose, type NatsAuth } from "@shoal/jetstream";
 import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "@shoal/telemetry";
 import type { Registry } from "prom-client";
@@ -14,6 +14,8 @@ import { OffloaderMetrics } from "./offloader-metrics.js";
 
 export interface BlobOffloaderOptions {
   readonly natsServers: string | readonly string[];
+  /** TLS and the NATS user this service connects as (`natsAuthFromEnv`); none: anonymous. */
+  readonly natsAuth?: NatsAuth;
   /** Where blobs are kept; workers must be given the same. @default the JetStream Object Store */
   readonly store?: BlobStoreSettings;
   /** Names this replica's upload subjects. @default a random id */
@@ -52,7 +54,7 @@ export interface RunningBlobOffloader {
 export async function run(options: BlobOffloaderOptions): Promise<RunningBlobOffloader> {
   const { logger } = options;
   const ttlMs = options.ttlMs ?? 10 * 60_000;
-  const nc = await connectNats(options.natsServers, "shoal-blob-offloader");
+  const nc = await connectNats(options.natsServers, "shoal-blob-offloader", options.natsAuth);
   const store = await ensureBlobStore(nc, options.store ?? { backend: "nats" }, {
     bucket: { maxBytes: options.storeMaxBytes, maxAgeMs: 2 * ttlMs },
     logger,

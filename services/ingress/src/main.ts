@@ -1,3 +1,4 @@
+import { natsAuthFromEnv } from "@shoal/jetstream";
 import {
   bootService,
   catalogFromEnv,
@@ -10,6 +11,7 @@ import {
 } from "@shoal/process";
 import { accessMode } from "@shoal/tenants";
 import { run } from "./run.js";
+import { tlsFromEnv } from "./tls-files.js";
 
 const env = process.env;
 const booted = bootService("ingress", env);
@@ -25,12 +27,15 @@ async function serve(): Promise<void> {
     const catalog = await catalogFromEnv(env);
     const host = envOptional(env, "SHOAL_HOST");
     const access = accessMode("ingress", host ?? "127.0.0.1", envOptional(env, "SHOAL_AUTH"));
+    const tls = await tlsFromEnv(env);
     const ingress = await run({
       natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+      natsAuth: natsAuthFromEnv(env),
       catalog,
       port: envInt(env, "SHOAL_PORT"),
       host,
       access,
+      tls,
       partMaxPaddedTokens: envInt(env, "SHOAL_PART_MAX_PADDED_TOKENS"),
       partMaxInputs: envInt(env, "SHOAL_PART_MAX_INPUTS"),
       maxBodyBytes: envInt(env, "SHOAL_MAX_BODY_BYTES"),

@@ -14,6 +14,7 @@ import {
   connectNats,
   drainOrClose,
   StreamPublisher,
+  type NatsAuth,
 } from "@shoal/jetstream";
 import { Health, InferenceService, reflectionV1, reflectionV1alpha } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
@@ -47,6 +48,8 @@ const DEFAULT_PART_MAX_BYTES = 256 * 1024;
 
 export interface IngressOptions {
   readonly natsServers: string | readonly string[];
+  /** TLS and the NATS user this service connects as (`natsAuthFromEnv`); none: anonymous. */
+  readonly natsAuth?: NatsAuth;
   readonly catalog: Catalog;
   /** @default 8080; 0 picks a free port */
   readonly port?: number;
@@ -88,6 +91,8 @@ export interface IngressOptions {
    * bucket, and may use only what its tenant's grants name. @default "open"
    */
   readonly access?: AccessMode;
+  /** Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with this certificate chain and key, PEM. */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
 }
 
 export interface RunningIngress {
@@ -100,7 +105,7 @@ export interface RunningIngress {
 export async function run(options: IngressOptions): Promise<RunningIngress> {
   const { logger, tracer, catalog } = options;
 
-  const nc = await connectNats(options.natsServers, "shoal-ingress");
+  const nc = await connectNats(options.natsServers, "shoal-ingress", options.natsAuth);
   const status = new ServingStatus();
   followNatsStatus(nc, status, logger).catch((err: unknown) => {
     logger.error({ err }, "following the NATS connection status failed");
@@ -233,12 +238,14 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     },
     options.port ?? 8080,
     options.host ?? "127.0.0.1",
+    options.tls === undefined ? {} : { tls: options.tls },
   );
   logger.info(
     {
       port: server.port,
       bundle: options.catalog.bundle?.path ?? "none",
       access,
+      tls: options.tls !== undefined,
     },
     "ingress listening",
   );

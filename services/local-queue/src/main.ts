@@ -1,3 +1,4 @@
+import { natsAuthFromEnv } from "@shoal/jetstream";
 import {
   bootService,
   envInt,
@@ -13,6 +14,7 @@ const booted = bootService("local-queue", env);
 try {
   const queue = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    natsAuth: natsAuthFromEnv(env),
     socketPath: envOptional(env, "SHOAL_LOCAL_QUEUE_SOCKET"),
     holdMs: envInt(env, "SHOAL_LOCAL_QUEUE_HOLD_MS"),
     maxItems: envInt(env, "SHOAL_LOCAL_QUEUE_MAX_ITEMS"),

@@ -1,11 +1,13 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectNats, drainOrClose } from "@shoal/jetstream";
+import { connectNats, drainOrClose, type NatsAuth } from "@shoal/jetstream";
 import { LocalQueueServer, type LocalQueueServerOptions } from "@shoal/local-queue";
 import type { Logger } from "@shoal/telemetry";
 
 export interface LocalQueueServiceOptions {
   readonly natsServers: string | readonly string[];
+  /** TLS and the NATS user this service connects as (`natsAuthFromEnv`); none: anonymous. */
+  readonly natsAuth?: NatsAuth;
   /** @default `<tmpdir>/shoal-local-queue.sock` */
   readonly socketPath?: string;
   readonly holdMs?: LocalQueueServerOptions["holdMs"];
@@ -31,7 +33,7 @@ export function defaultLocalQueueSocket(): string {
  * `libs/local-queue`). It needs NATS only to keep held items alive and to return them.
  */
 export async function run(options: LocalQueueServiceOptions): Promise<RunningLocalQueue> {
-  const nc = await connectNats(options.natsServers, "shoal-local-queue");
+  const nc = await connectNats(options.natsServers, "shoal-local-queue", options.natsAuth);
   const socketPath = options.socketPath ?? defaultLocalQueueSocket();
   const server = await LocalQueueServer.listen({
     socketPath,

@@ -1,3 +1,4 @@
+import { natsAuthFromEnv } from "@shoal/jetstream";
 import {
   bootService,
   catalogFromEnv,
@@ -16,6 +17,7 @@ try {
   const host = envOptional(env, "SHOAL_REGISTRY_HOST");
   const registry = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    natsAuth: natsAuthFromEnv(env),
     catalog: await catalogFromEnv(env),
     port: envInt(env, "SHOAL_REGISTRY_PORT"),
     host,

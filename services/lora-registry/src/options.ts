@@ -1,3 +1,4 @@
+import type { NatsAuth } from "@shoal/jetstream";
 import type { Tracer } from "@opentelemetry/api";
 import type { Catalog } from "@shoal/config";
 import { ConfigError, intInRange } from "@shoal/config";
@@ -8,6 +9,8 @@ import type { Registry } from "prom-client";
 
 export interface LoraRegistryOptions {
   readonly natsServers: string | readonly string[];
+  /** TLS and the NATS user this service connects as (`natsAuthFromEnv`); none: anonymous. */
+  readonly natsAuth?: NatsAuth;
   /** Base models adapters can be published for: its `generator` entries. */
   readonly catalog: Catalog;
   /** @default 8091 (the model-loader's API has 8090); 0 picks a free port */

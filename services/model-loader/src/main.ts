@@ -1,3 +1,4 @@
+import { natsAuthFromEnv } from "@shoal/jetstream";
 import {
   bootService,
   catalogFromEnv,
@@ -16,6 +17,7 @@ try {
   const catalog = await catalogFromEnv(env);
   const loader = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    natsAuth: natsAuthFromEnv(env),
     catalog,
     node: envRequired(env, "SHOAL_NODE_ID"),
     policy: {

@@ -11,6 +11,7 @@ import {
   ensureWorkStream,
   modelConsumerName,
   type WorkStreamOptions,
+  type NatsAuth,
 } from "@shoal/jetstream";
 import type { EnsureModelOptions } from "@shoal/model-sources";
 import {
@@ -32,6 +33,8 @@ import { WorkerRegistry } from "./worker-registry.js";
 
 export interface ModelLoaderOptions {
   readonly natsServers: string | readonly string[];
+  /** TLS and the NATS user this service connects as (`natsAuthFromEnv`); none: anonymous. */
+  readonly natsAuth?: NatsAuth;
   readonly catalog: Catalog;
   /** This node's id; its workers run with the same `SHOAL_NODE_ID`. */
   readonly node: string;
@@ -79,6 +82,7 @@ export async function run(options: ModelLoaderOptions): Promise<RunningModelLoad
   const nc: NatsConnection = await connectNats(
     options.natsServers,
     `shoal-model-loader-${options.node}`,
+    options.natsAuth,
   );
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);

@@ -1,9 +1,11 @@
-import { connectNats, drainOrClose } from "@shoal/jetstream";
+import { connectNats, drainOrClose, type NatsAuth } from "@shoal/jetstream";
 import { ROUTING_POLICIES, Router, type RoutingPolicy } from "@shoal/router";
 import type { Logger } from "@shoal/telemetry";
 
 export interface RouterServiceOptions {
   readonly natsServers: string | readonly string[];
+  /** TLS and the NATS user this service connects as (`natsAuthFromEnv`); none: anonymous. */
+  readonly natsAuth?: NatsAuth;
   readonly policy: RoutingPolicy;
   readonly refreshMs: number;
   /** Each worker's id and the model keys it serves. */
@@ -52,7 +54,7 @@ export function parsePolicy(value: string): RoutingPolicy {
  */
 export async function run(options: RouterServiceOptions): Promise<RunningRouter> {
   if (!(options.refreshMs >= 1)) throw new Error("the router's refresh interval must be ≥ 1 ms");
-  const nc = await connectNats(options.natsServers, "shoal-router");
+  const nc = await connectNats(options.natsServers, "shoal-router", options.natsAuth);
   const router = await Router.start({
     nc,
     policy: options.policy,

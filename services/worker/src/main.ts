@@ -1,3 +1,4 @@
+import { natsAuthFromEnv } from "@shoal/jetstream";
 import { blobStoreFromEnv } from "@shoal/blobs";
 import { adaptersDir, ConfigError } from "@shoal/config";
 import {
@@ -37,6 +38,7 @@ try {
   const catalog = await catalogFromEnv(env);
   const worker = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
+    natsAuth: natsAuthFromEnv(env),
     catalog,
     models: envList(env, "SHOAL_WORKER_MODELS"),
     sidecarBinary: envRequired(env, "SHOAL_SIDECAR_BIN"),

@@ -20,6 +20,7 @@ import {
   ensureWorkStream,
   type WorkConsumerOptions,
   type WorkStreamOptions,
+  type NatsAuth,
 } from "@shoal/jetstream";
 import {
   compileEnsureModelOptions,
@@ -50,6 +51,8 @@ import { SidecarSupervisor } from "./sidecar-supervisor.js";
 
 export interface WorkerOptions {
   readonly natsServers: string | readonly string[];
+  /** TLS and the NATS user this service connects as (`natsAuthFromEnv`); none: anonymous. */
+  readonly natsAuth?: NatsAuth;
   readonly catalog: Catalog;
   /** Catalog ids this worker serves. @default every embedding model in the catalog */
   readonly models?: readonly string[];
@@ -202,7 +205,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     registerSidecarMetrics(options.metrics, () => supervisor.client(), logger);
   }
 
-  const nc = await connectNats(options.natsServers, `shoal-worker-${workerId}`);
+  const nc = await connectNats(options.natsServers, `shoal-worker-${workerId}`, options.natsAuth);
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);
   await ensureDeadLetterStream(jsm);

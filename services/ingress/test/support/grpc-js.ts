@@ -28,7 +28,15 @@ export interface InferenceStub extends grpc.Client {
 
 export type UnaryMethod = "Embed" | "Score" | "Extract" | "ListModels";
 
-export function inferenceStub(baseUrl: string): InferenceStub {
+/**
+ * @param credentials TLS credentials for an HTTPS ingress. @default cleartext
+ * @param options channel options (e.g. the name the certificate is checked against).
+ */
+export function inferenceStub(
+  baseUrl: string,
+  credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+  options: grpc.ChannelOptions = {},
+): InferenceStub {
   const definition = protoLoader.loadSync(
     join(repoRoot(), "proto", "shoal", "inference", "v1", "inference.proto"),
     { includeDirs: [join(repoRoot(), "proto")], defaults: true, enums: String },
@@ -38,7 +46,8 @@ export function inferenceStub(baseUrl: string): InferenceStub {
   };
   return new pkg.shoal.inference.v1.InferenceService(
     baseUrl.replace("http://", ""),
-    grpc.credentials.createInsecure(),
+    credentials,
+    options,
   ) as unknown as InferenceStub;
 }
 
