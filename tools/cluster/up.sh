@@ -88,22 +88,44 @@ wait_for() { # what seconds command...
   exit 1
 }
 
-start nats-server "${SHOAL_NATS_SERVER}" -js -sd "${run_dir}/nats" -a 127.0.0.1 -p "${nats_port}"
+# Every process connects to NATS as the user of its kind, allowed only what that kind does;
+# new passwords on every start (docs/security.md, "NATS users").
+auth_dir="${run_dir}/nats-auth"
+node --import tsx tools/cluster/nats-auth.ts config "${auth_dir}"
+as_user() { # user command...: becomes the command, as that NATS user (keeps start's pid)
+  local user="$1"
+  shift
+  exec env NATS_USER="${user}" NATS_PASSWORD_FILE="${auth_dir}/passwords/${user}" "$@"
+}
+start nats-server "${SHOAL_NATS_SERVER}" -c "${auth_dir}/auth.conf" -js -sd "${run_dir}/nats" \
+  -a 127.0.0.1 -p "${nats_port}"
 wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
-start blob-offloader env SHOAL_METRICS_PORT="${SHOAL_OFFLOADER_METRICS_PORT:-9404}" \
+(as_user bootstrap node --import tsx tools/cluster/nats-auth.ts bootstrap)
+start blob-offloader as_user blob-offloader env \
+  SHOAL_METRICS_PORT="${SHOAL_OFFLOADER_METRICS_PORT:-9404}" \
   node --import tsx services/blob-offloader/src/main.ts
-start model-loader env SHOAL_METRICS_PORT="${SHOAL_LOADER_METRICS_PORT:-9402}" \
+start model-loader as_user model-loader env SHOAL_METRICS_PORT="${SHOAL_LOADER_METRICS_PORT:-9402}" \
   node --import tsx services/model-loader/src/main.ts
-start lora-registry env SHOAL_METRICS_PORT="${SHOAL_REGISTRY_METRICS_PORT:-9403}" \
+start lora-registry as_user lora-registry env \
+  SHOAL_METRICS_PORT="${SHOAL_REGISTRY_METRICS_PORT:-9403}" \
   node --import tsx services/lora-registry/src/main.ts
-start worker env SHOAL_METRICS_PORT="${SHOAL_WORKER_METRICS_PORT:-9401}" \
+start worker as_user worker env SHOAL_METRICS_PORT="${SHOAL_WORKER_METRICS_PORT:-9401}" \
   node --import tsx services/worker/src/main.ts
-start ingress env SHOAL_METRICS_PORT="${SHOAL_INGRESS_METRICS_PORT:-9400}" \
+start ingress as_user ingress env SHOAL_METRICS_PORT="${SHOAL_INGRESS_METRICS_PORT:-9400}" \
   node --import tsx services/ingress/src/main.ts
 
 probe='{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["warm-up"]}'
-wait_for "the first embedding" 120 curl -sf "http://${host}:${port}/v1/embeddings" \
-  -H 'content-type: application/json' -d "${probe}"
+if [[ "${SHOAL_AUTH:-}" == keys ]]; then
+  # Without a key the probe can only see ingress refuse it, and the worker pull.
+  wait_for "ingress" 120 bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' \
+    http://${host}:${port}/v1/models) == 401 ]]"
+  wait_for "the worker" 120 grep -q '"msg":"worker pulling"' "${logs}/worker.log"
+  echo "[cluster] API keys required: npm run keys -- tenant demo --models '*', then" \
+    "npm run keys -- create --tenant demo (docs/security.md)."
+else
+  wait_for "the first embedding" 120 curl -sf "http://${host}:${port}/v1/embeddings" \
+    -H 'content-type: application/json' -d "${probe}"
+fi
 
 cat <<MSG
 [cluster] Shoal is serving on http://${host}:${port} (REST, Connect, gRPC, gRPC-Web); NATS on ${nats_port}.

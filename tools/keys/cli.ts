@@ -11,9 +11,13 @@
  *   npm run keys -- rotate <prefix>
  *
  * `--json` prints the result as JSON. NATS_URL names the cluster (default
- * nats://127.0.0.1:4222), NATS_CA, NATS_USER and NATS_PASSWORD how to reach it. Exit status: 0, 1 when the store refused or could not be reached, 2
+ * nats://127.0.0.1:4222), NATS_CA, NATS_USER and NATS_PASSWORD how to reach it; without
+ * NATS_USER it connects as `npm start`'s `keys` user when that cluster's password file exists. Exit status: 0, 1 when the store refused or could not be reached, 2
  * for bad arguments.
  */
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { connectNats, drainOrClose, natsAuthFromEnv } from "@shoal/jetstream";
 import { createLogger } from "@shoal/telemetry";
@@ -44,6 +48,22 @@ function parse(argv: string[]): KeysArgs & { json: boolean } {
   return { command: positionals[0], operand: positionals[1], ...values, json: values.json };
 }
 
+/**
+ * The environment with `npm start`'s `keys` NATS user filled in, when none is given and that
+ * cluster's password file is here: the quickstart needs no NATS settings.
+ */
+function withClusterUser(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  if (env["NATS_USER"]) return env;
+  const home = env["SHOAL_HOME"] || join(homedir(), ".cache", "shoal");
+  const file = join(
+    env["SHOAL_CLUSTER_DIR"] || join(home, "cluster"),
+    "nats-auth",
+    "passwords",
+    "keys",
+  );
+  return existsSync(file) ? { ...env, NATS_USER: "keys", NATS_PASSWORD_FILE: file } : env;
+}
+
 async function main(): Promise<number> {
   let args;
   try {
@@ -53,11 +73,18 @@ async function main(): Promise<number> {
     return 2;
   }
   const logger = createLogger({ service: "keys", level: "warn" });
+  const env = withClusterUser(process.env);
   const nc = await connectNats(
-    process.env["NATS_URL"] || "nats://127.0.0.1:4222",
+    env["NATS_URL"] || "nats://127.0.0.1:4222",
     "shoal-keys",
-    natsAuthFromEnv(process.env),
-  );
+    natsAuthFromEnv(env),
+  ).catch((err: unknown) => {
+    const as = env["NATS_USER"] === undefined ? "" : ` as NATS user ${env["NATS_USER"]}`;
+    const from = env["NATS_PASSWORD_FILE"] === undefined ? "" : ` (${env["NATS_PASSWORD_FILE"]})`;
+    throw new Error(
+      `cannot connect to ${env["NATS_URL"] || "nats://127.0.0.1:4222"}${as}${from}: ${(err as Error).message}`,
+    );
+  });
   const store = await TenantStore.open(nc, logger);
   try {
     const result = await runCommand(store, args);

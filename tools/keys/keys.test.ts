@@ -24,7 +24,11 @@ function keys(args: string[], natsUrl = nats.url): Promise<Run> {
     execFile(
       process.execPath,
       ["--import", "tsx", join(repoRoot(), "tools", "keys", "cli.ts"), ...args],
-      { cwd: repoRoot(), env: { ...process.env, NATS_URL: natsUrl } },
+      // No `npm start` cluster's NATS user: this nats-server is the test's own.
+      {
+        cwd: repoRoot(),
+        env: { ...process.env, NATS_URL: natsUrl, SHOAL_CLUSTER_DIR: "/nonexistent" },
+      },
       (err, stdout, stderr) => {
         resolve({ code: err === null ? 0 : Number(err.code ?? 1), stdout, stderr });
       },

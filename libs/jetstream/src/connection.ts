@@ -1,5 +1,10 @@
 import { readFileSync } from "node:fs";
-import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
+import {
+  connect,
+  createInbox,
+  type ConnectionOptions,
+  type NatsConnection,
+} from "@nats-io/transport-node";
 
 /**
  * How a process proves itself to NATS and checks NATS in return: the server's CA (the
@@ -41,6 +46,21 @@ export function natsAuthFromEnv(env: NodeJS.ProcessEnv): NatsAuth {
   };
 }
 
+/** Where the replies to a process connected as NATS user `user` arrive: `_INBOX_<user>.…`. */
+export function userInboxPrefix(user: string): string {
+  return `_INBOX_${user}`;
+}
+
+/**
+ * A new inbox subject under the connection's inbox prefix. The client's own request and
+ * JetStream code read the prefix from the connection's options, which its public type does not
+ * show; Shoal's pulls and publish acks must use the same prefix its NATS user may subscribe to.
+ */
+export function connectionInbox(nc: NatsConnection): string {
+  const options = (nc as { options?: { inboxPrefix?: string } }).options;
+  return createInbox(options?.inboxPrefix);
+}
+
 /** The connection options `auth` adds. */
 function authOptions(auth: NatsAuth): Partial<ConnectionOptions> {
   const tls =
@@ -53,7 +73,11 @@ function authOptions(auth: NatsAuth): Partial<ConnectionOptions> {
         };
   return {
     ...(tls === undefined ? {} : { tls }),
-    ...(auth.user === undefined ? {} : { user: auth.user, pass: auth.password ?? "" }),
+    // Replies to a user come under an inbox prefix of its own, so no service's user needs
+    // (or gets) the right to subscribe to every other service's replies.
+    ...(auth.user === undefined
+      ? {}
+      : { user: auth.user, pass: auth.password ?? "", inboxPrefix: userInboxPrefix(auth.user) }),
   };
 }
 

@@ -33,7 +33,13 @@ export type {
   WorkConsumerOptions,
   WorkStreamOptions,
 } from "./topology.js";
-export { connectNats, drainOrClose, natsAuthFromEnv, type NatsAuth } from "./connection.js";
+export {
+  connectNats,
+  drainOrClose,
+  natsAuthFromEnv,
+  userInboxPrefix,
+  type NatsAuth,
+} from "./connection.js";
 export { pull } from "./pull.js";
 export {
   NoStreamError,

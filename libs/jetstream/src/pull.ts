@@ -1,4 +1,5 @@
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
+import { connectionInbox } from "./connection.js";
 import { WorkMessage } from "./work-message.js";
 
 export interface PullRequest {
@@ -26,7 +27,8 @@ export async function pull(
   consumer: string,
   request: PullRequest,
 ): Promise<WorkMessage[]> {
-  const inbox = createInbox();
+  // Under the connection's own inbox prefix: its NATS user may subscribe to nothing else.
+  const inbox = connectionInbox(nc);
   const messages: WorkMessage[] = [];
   const sub = nc.subscribe(inbox, { max: request.batch + 1 });
   const body =

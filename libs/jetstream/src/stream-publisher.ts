@@ -1,10 +1,5 @@
-import {
-  createInbox,
-  type Msg,
-  type MsgHdrs,
-  type NatsConnection,
-  type Subscription,
-} from "@nats-io/transport-node";
+import type { Msg, MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { connectionInbox } from "./connection.js";
 import { Headers } from "./headers.js";
 
 /** What JetStream answered for a stored message. */
@@ -78,7 +73,7 @@ export class StreamPublisher {
   constructor(nc: NatsConnection, options: StreamPublisherOptions = {}) {
     this.#nc = nc;
     this.#timeoutMs = options.timeoutMs ?? 5000;
-    this.#prefix = `${createInbox()}.`;
+    this.#prefix = `${connectionInbox(nc)}.`;
     this.#sub = nc.subscribe(`${this.#prefix}*`, {
       callback: (err, msg) => {
         if (err === null) this.#settle(msg);

@@ -154,8 +154,8 @@ async function ensureWorkConsumer(
     max_ack_pending: options.maxAckPending ?? 10_000,
   };
   try {
-    await jsm.consumers.info(stream, name);
-    await jsm.consumers.update(stream, name, config);
+    const current = await jsm.consumers.info(stream, name);
+    if (differs(current.config, config)) await jsm.consumers.update(stream, name, config);
   } catch (err) {
     if (!isNotFound(err)) throw err;
     await jsm.consumers.add(stream, config);
@@ -163,18 +163,30 @@ async function ensureWorkConsumer(
   return name;
 }
 
-/** Creates a stream, or brings an existing one to `config` (every Shoal process may start first). */
+/**
+ * Creates a stream, or brings an existing one to `config` (every Shoal process may start
+ * first). One that already matches is left alone, so a service whose NATS user may only read
+ * stream info starts against a stream the bootstrap step made (docs/security.md).
+ */
 async function ensureStream(
   jsm: JetStreamManager,
   config: Parameters<JetStreamManager["streams"]["add"]>[0] & { name: string },
 ): Promise<void> {
   try {
-    await jsm.streams.info(config.name);
-    await jsm.streams.update(config.name, config);
+    const current = await jsm.streams.info(config.name);
+    if (differs(current.config, config)) await jsm.streams.update(config.name, config);
   } catch (err) {
     if (!isNotFound(err)) throw err;
     await jsm.streams.add(config);
   }
+}
+
+/** Whether any setting `wanted` names has another value in `current` (the server fills the rest). */
+function differs(current: object, wanted: object): boolean {
+  const have = current as Record<string, unknown>;
+  return Object.entries(wanted).some(
+    ([key, value]) => JSON.stringify(have[key]) !== JSON.stringify(value),
+  );
 }
 
 function isNotFound(err: unknown): boolean {

@@ -1,0 +1,42 @@
+/**
+ * What only the `bootstrap` NATS user may do: make every stream and bucket Shoal uses, with the
+ * settings the services would give them, before any service starts. The services' users may
+ * read these but never create, change or delete them (docs/security.md, "NATS users").
+ */
+import { Kvm } from "@nats-io/kv";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { AdapterStore } from "@shoal/adapters";
+import { ensureBlobBucket } from "@shoal/blobs";
+import { ensureDeadLetterStream, ensureWorkStream } from "@shoal/jetstream";
+import { RESIDENCY_BUCKET } from "@shoal/residency";
+import type { Logger } from "@shoal/telemetry";
+import { TenantStore, UsageMeter } from "@shoal/tenants";
+
+export interface BootstrapOptions {
+  /** The blob bucket's bound and its objects' age (the offloader's `SHOAL_BLOB_*`). */
+  readonly blobStoreMaxBytes?: number | undefined;
+  readonly blobTtlMs?: number | undefined;
+  /** The adapter store's bound (the registry's `SHOAL_REGISTRY_STORE_MAX_BYTES`). */
+  readonly adapterStoreMaxBytes?: number | undefined;
+}
+
+export async function bootstrapNats(
+  nc: NatsConnection,
+  logger: Logger,
+  options: BootstrapOptions = {},
+): Promise<string[]> {
+  const jsm = await jetstreamManager(nc);
+  await ensureWorkStream(jsm);
+  await ensureDeadLetterStream(jsm);
+  await new Kvm(nc).create(RESIDENCY_BUCKET, { history: 1 });
+  (await TenantStore.open(nc, logger)).stop();
+  await (await UsageMeter.open(nc, logger)).stop();
+  await AdapterStore.open(nc, { logger, maxBytes: options.adapterStoreMaxBytes });
+  // The offloader keeps blobs twice their TTL, as its own start would.
+  const ttlMs = options.blobTtlMs ?? 10 * 60_000;
+  await ensureBlobBucket(nc, { maxBytes: options.blobStoreMaxBytes, maxAgeMs: 2 * ttlMs });
+  const names: string[] = [];
+  for await (const name of jsm.streams.names()) names.push(name);
+  return names.sort();
+}
