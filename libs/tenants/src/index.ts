@@ -24,6 +24,7 @@ export {
   type KeyRecord,
   type TenantRecord,
 } from "./records.js";
+export { RequestAuth } from "./request-auth.js";
 export { TenantStore, TenantStoreError } from "./tenant-store.js";
 export { checkLimits, LimitsError, NO_LIMITS, type TenantLimits } from "./limits.js";
 export { QuotaExceededError, TenantQuotas } from "./quotas.js";

@@ -63,18 +63,7 @@ export function listenDual(
   const sessions = new Set<ServerHttp2Session>();
   let closing = false;
 
-  const tracked: DualHandler = (req, res) => {
-    if (req.httpVersionMajor === 1) {
-      const socket = req.socket as Socket;
-      active.set(socket, (active.get(socket) ?? 0) + 1);
-      res.once("close", () => {
-        const left = (active.get(socket) ?? 1) - 1;
-        active.set(socket, left);
-        if (closing && left === 0) socket.destroy();
-      });
-    }
-    handler(req, res);
-  };
+  const tracked = countingRequests(handler, active, () => closing);
   const http1 = createHttp1({ keepAliveTimeout: 65_000 }, tracked as RequestListener);
   // A client may send its whole request and then close its sending side (`shutdown(SHUT_WR)`,
   // `curl` with some proxies, `nc -N`): it still waits for the answer. Node's HTTP server
@@ -152,24 +141,16 @@ function listenTls(
 ): Promise<DualServer> {
   // Requests in progress per HTTP/1.1 connection (its TLS socket); every raw connection, for
   // the deadline.
-  const active = new Map<TLSSocket, number>();
+  const active = new Map<Socket, number>();
   const sessions = new Set<ServerHttp2Session>();
   const connections = new Set<Socket>();
   let closing = false;
   const server = createSecureHttp2(
     { ...tls, allowHTTP1: true, handshakeTimeout: handshakeTimeoutMs },
-    (req, res) => {
-      if (req.httpVersionMajor === 1) {
-        const socket = req.socket as TLSSocket;
-        active.set(socket, (active.get(socket) ?? 0) + 1);
-        res.once("close", () => {
-          const left = (active.get(socket) ?? 1) - 1;
-          active.set(socket, left);
-          if (closing && left === 0) socket.destroy();
-        });
-      }
-      handler(req, res);
-    },
+    countingRequests(handler, active, () => closing) as (
+      req: Http2ServerRequest,
+      res: Http2ServerResponse,
+    ) => void,
   );
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
@@ -224,4 +205,27 @@ function listening(
       });
     });
   });
+}
+
+/**
+ * `handler`, counting the requests in progress on each HTTP/1.1 connection in `active`, so a
+ * shutdown can close idle connections at once and busy ones right after their response.
+ */
+function countingRequests(
+  handler: DualHandler,
+  active: Map<Socket, number>,
+  closing: () => boolean,
+): DualHandler {
+  return (req, res) => {
+    if (req.httpVersionMajor === 1) {
+      const socket = req.socket as Socket;
+      active.set(socket, (active.get(socket) ?? 0) + 1);
+      res.once("close", () => {
+        const left = (active.get(socket) ?? 1) - 1;
+        active.set(socket, left);
+        if (closing() && left === 0) socket.destroy();
+      });
+    }
+    handler(req, res);
+  };
 }

@@ -7,7 +7,7 @@ import { Annotator, Backlog } from "@shoal/annotation";
 import type { Catalog } from "@shoal/config";
 import { AdapterStore } from "@shoal/adapters";
 import { Gateway, PublishedAdapters, StreamGateway, type AccessMode } from "@shoal/gateway";
-import { TenantQuotas, TenantStore, UsageMeter } from "@shoal/tenants";
+import { RequestAuth, TenantQuotas, TenantStore, UsageMeter } from "@shoal/tenants";
 import {
   ensureWorkStream,
   type WorkStreamOptions,
@@ -160,7 +160,9 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
           logger,
           options.metrics === undefined ? undefined : new TenantMetrics(options.metrics),
         );
-  const auth = tenants === undefined ? EdgeAuth.open(logger) : EdgeAuth.keys(tenants, logger);
+  const auth = new EdgeAuth(
+    tenants === undefined ? RequestAuth.open(logger) : RequestAuth.keys(tenants, logger),
+  );
   const residency = await ResidencyView.start(nc, logger);
   // The LoRA adapters the registry has published: generation requests may name them.
   const adapters = await PublishedAdapters.follow(await AdapterStore.open(nc, { logger }), logger);

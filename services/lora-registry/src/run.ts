@@ -5,7 +5,7 @@ import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AdapterStore } from "@shoal/adapters";
 import { connectNats, drainOrClose } from "@shoal/jetstream";
 import { extractContext, httpHeaderCarrier } from "@shoal/telemetry";
-import { TenantStore } from "@shoal/tenants";
+import { RequestAuth, TenantStore } from "@shoal/tenants";
 import { compileEnsureModelOptions } from "@shoal/model-sources";
 import { BaseShapes } from "./base-shapes.js";
 import { toHttpError } from "./error-table.js";
@@ -45,8 +45,9 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
   const nc = await connectNats(options.natsServers, "shoal-lora-registry", options.natsAuth);
   const store = await AdapterStore.open(nc, { maxBytes: compiled.storeMaxBytes, logger });
   const tenants = compiled.access === "keys" ? await TenantStore.open(nc, logger) : undefined;
-  const auth =
-    tenants === undefined ? RegistryAuth.open(logger) : RegistryAuth.keys(tenants, logger);
+  const auth = new RegistryAuth(
+    tenants === undefined ? RequestAuth.open(logger) : RequestAuth.keys(tenants, logger),
+  );
   let stopping = false;
 
   const uploads = new UploadSlots(compiled.maxConcurrentUploads);
