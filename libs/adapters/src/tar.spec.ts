@@ -256,9 +256,32 @@ describe("readTar on hand-built archives", () => {
       ]),
     );
     expect(bomb.length).toBeLessThan(200 * 1024);
-    const error = await refusal(bomb, { maxTotalBytes: 8 * 1024 * 1024 });
+    const error = await refusal(bomb, { maxTotalBytes: 4 * 1024 * 1024 });
     expect(error).toBeInstanceOf(ArchiveTooLargeError);
-    expect(error.message).toBe("archive is larger than 8388608 bytes once decompressed");
+    expect(error.message).toBe("archive is larger than 4194304 bytes once decompressed");
+  });
+
+  it("stops a gzip bomb by its inflation long before a large limit", async () => {
+    const bomb = gzipSync(
+      Buffer.concat([
+        tarHeader({ name: "zeros", size: 64 * 1024 * 1024 }),
+        Buffer.alloc(64 * 1024 * 1024),
+      ]),
+    );
+    const error = await refusal(bomb, { maxTotalBytes: 256 * 1024 * 1024 });
+    expect(error).toBeInstanceOf(ArchiveTooLargeError);
+    expect(error.message).toMatch(/^gzip stream inflates more than 100-fold \((\d+) bytes/);
+    // Refused within a few MiB past the 8 MiB floor, not at 64 or 256 MiB.
+    const inflated = Number(/\((\d+) bytes/.exec(error.message)?.[1]);
+    expect(inflated).toBeLessThan(12 * 1024 * 1024);
+  });
+
+  it("reads a gzip archive of weights that are half zeros, as a fresh LoRA's are", async () => {
+    const weights = Buffer.concat([randomBytes(6 * 1024 * 1024), Buffer.alloc(6 * 1024 * 1024)]);
+    const files = await readTar(
+      chunks(gzipSync(tarArchive([file("adapter_model.safetensors", weights)]))),
+    );
+    expect(files.get("adapter_model.safetensors")?.length).toBe(weights.length);
   });
 
   it("never returns or destroys the caller's stream when it refuses an archive", async () => {

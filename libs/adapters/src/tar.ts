@@ -192,6 +192,14 @@ function stripCommonDirectory(files: Map<string, Buffer>): TarFiles {
 }
 
 /**
+ * The most a gzip stream may inflate its input, past {@link BOMB_FLOOR_BYTES}: safetensors of
+ * trained (or freshly initialised, half zeros) LoRA weights compress a few-fold at most.
+ */
+const MAX_INFLATION = 100;
+/** Output below which the ratio is not checked: a small config compresses well. */
+const BOMB_FLOOR_BYTES = 8 * 1024 * 1024;
+
+/**
  * The archive's bytes: the source as it is, or gunzipped when it starts with the gzip magic.
  * The source's own iterator is never returned early from here, so a caller's request stream
  * is not destroyed when reading stops; it is the caller's to drain or close.
@@ -216,12 +224,30 @@ async function* decompressed(source: AsyncIterable<Uint8Array>): AsyncGenerator<
     yield* rest();
     return;
   }
+  let compressed = 0;
+  async function* counted(): AsyncGenerator<Buffer> {
+    for await (const chunk of rest()) {
+      compressed += chunk.length;
+      yield chunk;
+    }
+  }
   const gunzip = createGunzip();
-  const feeding = pipeline(Readable.from(rest()), gunzip);
+  const feeding = pipeline(Readable.from(counted()), gunzip);
   // Surfaces through the iteration below; here it must only not go unhandled.
   feeding.catch(() => undefined);
+  let inflated = 0;
   try {
-    for await (const chunk of gunzip as AsyncIterable<Buffer>) yield chunk;
+    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      inflated += chunk.length;
+      // Weights barely compress; a stream that inflates a hundredfold is a bomb, refused
+      // before it can fill the archive's byte bound (and the registry's memory).
+      if (inflated > BOMB_FLOOR_BYTES && inflated > MAX_INFLATION * compressed) {
+        throw new ArchiveTooLargeError(
+          `gzip stream inflates more than ${MAX_INFLATION}-fold (${inflated} bytes from ${compressed}); adapter weights do not compress like that`,
+        );
+      }
+      yield chunk;
+    }
   } catch (error) {
     if (isZlibError(error)) {
       throw new InvalidArchiveError(`gzip stream is corrupt or truncated (${error.message})`);
