@@ -10,15 +10,20 @@ import { benchFairness, FAIRNESS_DEFAULTS } from "./fairness.js";
 // p99 stays within twice its p99 alone; A is refused with 429 and Retry-After. Shorter phases
 // than the bench's (`npm run bench -- --scenario fairness`), the same design.
 
+const QUOTA_RPS = 10;
+
 beforeAll(async () => {
   // The compiled open-loop generator; a second or so when it is built already.
   await promisify(execFile)("bash", [join(repoRoot(), "tools", "setup", "openloop.sh")]);
 }, 300_000);
 
 it("keeps a steady tenant's p99 within 2x while another floods at 10x its quota", async () => {
+  // A smaller quota than the bench's: the flood is still ten times it, and refusing it costs
+  // the two cores the test shares with the rest of the suite less.
   const result = await benchFairness({
     ...FAIRNESS_DEFAULTS,
     out: await tempDir("fairness"),
+    quotaRps: QUOTA_RPS,
     seconds: 10,
     warmupSeconds: 2,
     compareUnlimited: false,
@@ -34,7 +39,7 @@ it("keeps a steady tenant's p99 within 2x while another floods at 10x its quota"
   expect(refused, summary).toBeGreaterThan(0);
   expect(flood?.failed, summary).toBe(refused);
   expect(flood?.retry_after, summary).toBe(refused);
-  const quotaAnswers = FAIRNESS_DEFAULTS.quotaRps * 10;
+  const quotaAnswers = QUOTA_RPS * 10;
   expect(flood?.answered, summary).toBeGreaterThan(quotaAnswers * 0.8);
-  expect(flood?.answered, summary).toBeLessThan(quotaAnswers * 1.2 + FAIRNESS_DEFAULTS.quotaRps);
+  expect(flood?.answered, summary).toBeLessThan(quotaAnswers * 1.2 + QUOTA_RPS);
 }, 180_000);
