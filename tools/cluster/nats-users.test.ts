@@ -127,6 +127,9 @@ describe("NATS users", { timeout: 30_000 }, () => {
     await refused(
       jsm.consumers.add("SHOAL_WORK", { durable_name: "all", filter_subject: "shoal.work.v1.>" }),
     );
+    // It puts an item back for another attempt, but cannot queue work of its own.
+    await jetstream(nc).publish("shoal.work.v1.m.b16.retry", "again");
+    await publishRefused(nc, "shoal.work.v1.m.b16");
     await publishRefused(nc, "shoal.want.v1.m");
     await publishRefused(nc, "shoal.control.v1.worker-2");
     await refused(new Kvm(nc).open(TENANTS_BUCKET).then((kv) => kv.get("tenant.acme")));

@@ -118,8 +118,9 @@ export const PERMISSIONS: Readonly<Record<NatsUser, Permissions>> = {
       `${API}.CONSUMER.MSG.NEXT.${WORK}.*`,
       // Acks, in-progress, naks and terms of the items it pulled.
       `$JS.ACK.${WORK}.>`,
-      // A retried item goes back under its own subject; one given up on to the dead letters.
-      "shoal.work.v1.>",
+      // A retried item goes back under its retry subject (never new work); one given up on to
+      // the dead letters.
+      "shoal.work.v1.*.*.retry",
       "shoal.dead.v1.*",
       // Answers, and generation events, to the ingress that holds the request.
       "shoal.reply.v1.*",

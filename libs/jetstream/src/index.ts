@@ -9,6 +9,7 @@ export {
   deadLetterSubject,
   modelWorkFilter,
   parseWorkSubject,
+  retrySubject,
   replySubject,
   routedSubject,
   routedWorkFilter,

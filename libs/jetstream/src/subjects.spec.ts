@@ -3,6 +3,7 @@ import {
   modelWorkFilter,
   parseWorkSubject,
   replySubject,
+  retrySubject,
   routedSubject,
   routedWorkFilter,
   workSubject,
@@ -30,5 +31,13 @@ describe("subjects", () => {
     for (const s of ["shoal.work.v1.m", "shoal.work.v1.m.b", "shoal.routed.v1.w.m.b1", "x"]) {
       expect(parseWorkSubject(s)).toBeUndefined();
     }
+  });
+
+  it("puts a retried item under its work subject's retry, once, still under the model's filter", () => {
+    const retry = retrySubject(workSubject("m", 16));
+    expect(retry).toBe("shoal.work.v1.m.b16.retry");
+    expect(retrySubject(retry)).toBe(retry);
+    expect(parseWorkSubject(retry)).toEqual({ modelKey: "m", bucket: 16 });
+    expect(modelWorkFilter("m")).toBe("shoal.work.v1.m.>");
   });
 });

@@ -35,11 +35,22 @@ export function routedWorkFilter(worker: string, modelKey: string): string {
   return `${ROUTED_PREFIX}.${checkToken(worker)}.${checkToken(modelKey)}.>`;
 }
 
-/** A work subject's model key and bucket, or undefined for any other subject. */
+/**
+ * Where a worker puts back an item for another attempt: its work subject with a `retry` token
+ * after it. The model's consumer takes both; only workers may publish retries and only ingress
+ * new work, so a worker's NATS user cannot queue work of its own (docs/security.md).
+ */
+export function retrySubject(subject: string): string {
+  return subject.endsWith(`.${RETRY_TOKEN}`) ? subject : `${subject}.${RETRY_TOKEN}`;
+}
+
+const RETRY_TOKEN = "retry";
+
+/** A work subject's (or its retry's) model key and bucket, or undefined for any other. */
 export function parseWorkSubject(
   subject: string,
 ): { modelKey: string; bucket: number } | undefined {
-  const m = /^shoal\.work\.v1\.([A-Za-z0-9_-]+)\.b(\d+)$/.exec(subject);
+  const m = /^shoal\.work\.v1\.([A-Za-z0-9_-]+)\.b(\d+)(?:\.retry)?$/.exec(subject);
   return m === null ? undefined : { modelKey: m[1] as string, bucket: Number(m[2]) };
 }
 

@@ -1,6 +1,6 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import { Headers, type WorkMessage } from "@shoal/jetstream";
+import { Headers, retrySubject, type WorkMessage } from "@shoal/jetstream";
 import type { Logger } from "@shoal/telemetry";
 
 /**
@@ -19,7 +19,7 @@ export function attemptOf(msg: WorkMessage): number {
 
 /**
  * Sends an item whose attempt failed back for another: a copy with the failed attempts counted
- * goes into the work stream (JetStream confirms it stored the copy) and only then is the
+ * goes into the work stream, under the retry subject of its work subject, (JetStream confirms it stored the copy) and only then is the
  * original acked, so the item is never lost and never twice in the queue. The copy's dedupe key
  * names the attempt, so a copy published twice (a worker dying between the publish and the
  * ack) is stored once. Should the publish fail, the original is NAKed and comes back anyway.
@@ -40,7 +40,7 @@ export async function retryLater(
   hdrs.set(Headers.failedAttempts, String(failed));
   const original = msg.headers?.get(Headers.msgId) ?? `seq-${msg.streamSequence}`;
   try {
-    await js.publish(msg.subject, msg.data, {
+    await js.publish(retrySubject(msg.subject), msg.data, {
       headers: hdrs,
       msgID: `${original}:retry-${failed}`,
     });
