@@ -12,7 +12,9 @@ export interface ShoalClientOptions {
   readonly maxRetryDelayMs?: number;
   /** Time one attempt may take, ms. @default 60000 */
   readonly timeoutMs?: number;
-  /** Sent with every request (auth, tracing). */
+  /** An API key (`npm run keys`), sent as `Authorization: Bearer`, for a cluster that needs one. */
+  readonly apiKey?: string;
+  /** Sent with every request (tracing, a proxy's own headers). */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -62,7 +64,10 @@ export class ShoalClient {
     this.#maxRetries = options.maxRetries ?? 2;
     this.#maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
-    this.#headers = options.headers ?? {};
+    this.#headers = {
+      ...options.headers,
+      ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }),
+    };
     if (!Number.isInteger(this.#maxRetries) || this.#maxRetries < 0) {
       throw new RangeError("maxRetries must be a non-negative integer");
     }

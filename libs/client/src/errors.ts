@@ -22,6 +22,16 @@ export class InvalidRequestError extends ShoalError {
   override readonly name = "InvalidRequestError";
 }
 
+/** 401: no API key, or one that is not valid (unknown, revoked). */
+export class AuthenticationError extends ShoalError {
+  override readonly name = "AuthenticationError";
+}
+
+/** 403: the key's tenant has no grant for the model. */
+export class PermissionDeniedError extends ShoalError {
+  override readonly name = "PermissionDeniedError";
+}
+
 /** 404: the model is not served by this cluster. */
 export class NotFoundError extends ShoalError {
   override readonly name = "NotFoundError";
@@ -55,6 +65,10 @@ export function errorFor(
     case 400:
     case 413:
       return new InvalidRequestError(...args);
+    case 401:
+      return new AuthenticationError(...args);
+    case 403:
+      return new PermissionDeniedError(...args);
     case 404:
       return new NotFoundError(...args);
     case 429:

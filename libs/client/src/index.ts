@@ -5,8 +5,10 @@
 export { ShoalClient } from "./client.js";
 export type { EmbedRequest, EmbedResult, ModelInfo, ShoalClientOptions } from "./client.js";
 export {
+  AuthenticationError,
   InvalidRequestError,
   NotFoundError,
+  PermissionDeniedError,
   ProtocolError,
   RateLimitedError,
   ShoalError,

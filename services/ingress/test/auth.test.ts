@@ -5,6 +5,11 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
 import { AdapterStore, readBaseShape, validateLoraAdapter } from "@shoal/adapters";
 import { compileCatalog } from "@shoal/config";
+import {
+  AuthenticationError as ClientAuthenticationError,
+  PermissionDeniedError as ClientPermissionDeniedError,
+  ShoalClient,
+} from "@shoal/client";
 import { createLogger } from "@shoal/telemetry";
 import { TenantStore } from "@shoal/tenants";
 import {
@@ -218,6 +223,21 @@ describe("the openai SDK with an API key", { timeout: 120_000 }, () => {
     });
     expect(answer.choices[0]?.text).toBeTruthy();
     await adapters.share(SMOL_KEY, "beta-secret", "beta", []);
+  });
+});
+
+describe("the MessagePack client (@shoal/client) with an API key", { timeout: 60_000 }, () => {
+  it("embeds with the key, and gets typed errors without it or outside the grants", async () => {
+    const client = (apiKey?: string) =>
+      new ShoalClient({ baseUrl: cluster.baseUrl, maxRetries: 0, ...(apiKey ? { apiKey } : {}) });
+    const embedded = await client(acmeKey).embed({ model: EMB, input: ["a", "b"] });
+    expect(embedded.embeddings).toHaveLength(2);
+    await expect(client().embed({ model: EMB, input: "a" })).rejects.toBeInstanceOf(
+      ClientAuthenticationError,
+    );
+    await expect(client(acmeKey).embed({ model: TINY.ner, input: "a" })).rejects.toBeInstanceOf(
+      ClientPermissionDeniedError,
+    );
   });
 });
 
