@@ -118,14 +118,17 @@ describe("Python clients (tools/clients-py)", () => {
     process.on("unhandledRejection", onUnhandled);
     let result: { code: number | null; output: string };
     try {
-      // generation/, heads/ and adapters/ need models this cluster does not serve;
-      // openai-generation, rerank-extract and adapters tests run them on clusters that do.
+      // generation/, heads/ and adapters/ need models this cluster does not serve, auth/ and
+      // tls/ a cluster with keys or TLS; openai-generation, rerank-extract, adapters, auth and
+      // tls tests run them on clusters that have them.
       result = await runPytest(
         [
           "tools/clients-py",
           "--ignore=tools/clients-py/generation",
           "--ignore=tools/clients-py/heads",
           "--ignore=tools/clients-py/adapters",
+          "--ignore=tools/clients-py/auth",
+          "--ignore=tools/clients-py/tls",
         ],
         cluster.baseUrl,
       );
