@@ -1,9 +1,7 @@
-export { accessMode, isLoopback, type AccessMode } from "./access-mode.js";
+export { accessMode, type AccessMode } from "./access-mode.js";
 export { audit, type AuditEvent } from "./audit.js";
-export { digestApiKey, generateApiKey, parseApiKey, type NewApiKey } from "./api-key.js";
 export {
   authenticate,
-  bearerKey,
   UnauthenticatedError,
   type Principal,
   type TenantDirectory,
