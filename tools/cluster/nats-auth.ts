@@ -7,6 +7,8 @@
  * every stream and bucket before the services start.
  */
 import { connectNats, drainOrClose, natsAuthFromEnv } from "@shoal/jetstream";
+import { ConfigError } from "@shoal/config";
+import { envInt } from "@shoal/process";
 import { createLogger } from "@shoal/telemetry";
 import { bootstrapNats } from "./nats-bootstrap.js";
 import { writeNatsAuth } from "./nats-users.js";
@@ -15,8 +17,11 @@ const usage = "usage: nats-auth.ts config DIR | bootstrap";
 
 async function bootstrap(): Promise<void> {
   const env = process.env;
-  const number = (name: string): number | undefined =>
-    env[name] === undefined || env[name] === "" ? undefined : Number(env[name]);
+  const replicas = envInt(env, "SHOAL_STREAM_REPLICAS");
+  // JetStream keeps at most five copies; an even count gains nothing over the odd one below.
+  if (replicas !== undefined && ![1, 3, 5].includes(replicas)) {
+    throw new ConfigError(`SHOAL_STREAM_REPLICAS must be 1, 3 or 5, got ${replicas}`);
+  }
   const logger = createLogger({ service: "nats-bootstrap", level: "warn" });
   const nc = await connectNats(
     env["NATS_URL"] || "nats://127.0.0.1:4222",
@@ -25,9 +30,10 @@ async function bootstrap(): Promise<void> {
   );
   try {
     const streams = await bootstrapNats(nc, logger, {
-      blobStoreMaxBytes: number("SHOAL_BLOB_STORE_MAX_BYTES"),
-      blobTtlMs: number("SHOAL_BLOB_TTL_MS"),
-      adapterStoreMaxBytes: number("SHOAL_REGISTRY_STORE_MAX_BYTES"),
+      blobStoreMaxBytes: envInt(env, "SHOAL_BLOB_STORE_MAX_BYTES"),
+      blobTtlMs: envInt(env, "SHOAL_BLOB_TTL_MS"),
+      adapterStoreMaxBytes: envInt(env, "SHOAL_REGISTRY_STORE_MAX_BYTES"),
+      replicas,
     });
     console.log(`[cluster] NATS streams and buckets ready: ${streams.join(", ")}`);
   } finally {

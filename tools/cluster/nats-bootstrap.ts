@@ -19,6 +19,12 @@ export interface BootstrapOptions {
   readonly blobTtlMs?: number | undefined;
   /** The adapter store's bound (the registry's `SHOAL_REGISTRY_STORE_MAX_BYTES`). */
   readonly adapterStoreMaxBytes?: number | undefined;
+  /**
+   * Copies of every stream and bucket across the NATS cluster (SHOAL_STREAM_REPLICAS): 1 for
+   * one server, 3 for a cluster that keeps every accepted item through the loss of a server.
+   * @default 1
+   */
+  readonly replicas?: number | undefined;
 }
 
 export async function bootstrapNats(
@@ -26,16 +32,21 @@ export async function bootstrapNats(
   logger: Logger,
   options: BootstrapOptions = {},
 ): Promise<string[]> {
+  const replicas = options.replicas ?? 1;
   const jsm = await jetstreamManager(nc);
-  await ensureWorkStream(jsm);
-  await ensureDeadLetterStream(jsm);
-  await new Kvm(nc).create(RESIDENCY_BUCKET, { history: 1 });
-  (await TenantStore.open(nc, logger)).stop();
-  await (await UsageMeter.open(nc, logger)).stop();
-  await AdapterStore.open(nc, { logger, maxBytes: options.adapterStoreMaxBytes });
+  await ensureWorkStream(jsm, { replicas });
+  await ensureDeadLetterStream(jsm, { replicas });
+  await new Kvm(nc).create(RESIDENCY_BUCKET, { history: 1, replicas });
+  (await TenantStore.open(nc, logger, { replicas })).stop();
+  await (await UsageMeter.open(nc, logger, { replicas })).stop();
+  await AdapterStore.open(nc, { logger, maxBytes: options.adapterStoreMaxBytes, replicas });
   // The offloader keeps blobs twice their TTL, as its own start would.
   const ttlMs = options.blobTtlMs ?? 10 * 60_000;
-  await ensureBlobBucket(nc, { maxBytes: options.blobStoreMaxBytes, maxAgeMs: 2 * ttlMs });
+  await ensureBlobBucket(nc, {
+    maxBytes: options.blobStoreMaxBytes,
+    maxAgeMs: 2 * ttlMs,
+    replicas,
+  });
   const names: string[] = [];
   for await (const name of jsm.streams.names()) names.push(name);
   return names.sort();

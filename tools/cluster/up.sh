@@ -97,22 +97,31 @@ as_user() { # user command...: becomes the command, as that NATS user (keeps sta
   shift
   exec env NATS_USER="${user}" NATS_PASSWORD_FILE="${auth_dir}/passwords/${user}" "$@"
 }
+# Services run from source through tsx, or from a production build (`npm run build`) when
+# SHOAL_DIST names its directory.
+service() { # name source-entry: the command that runs it
+  if [[ -n "${SHOAL_DIST:-}" ]]; then
+    echo node --enable-source-maps "${SHOAL_DIST}/$1/main.mjs"
+  else
+    echo node --import tsx "$2"
+  fi
+}
 start nats-server "${SHOAL_NATS_SERVER}" -c "${auth_dir}/auth.conf" -js -sd "${run_dir}/nats" \
   -a 127.0.0.1 -p "${nats_port}"
 wait_for nats-server 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/${nats_port}"
-(as_user bootstrap node --import tsx tools/cluster/nats-auth.ts bootstrap)
+(as_user bootstrap $(service nats-bootstrap tools/cluster/nats-auth.ts) bootstrap)
 start blob-offloader as_user blob-offloader env \
   SHOAL_METRICS_PORT="${SHOAL_OFFLOADER_METRICS_PORT:-9404}" \
-  node --import tsx services/blob-offloader/src/main.ts
+  $(service blob-offloader services/blob-offloader/src/main.ts)
 start model-loader as_user model-loader env SHOAL_METRICS_PORT="${SHOAL_LOADER_METRICS_PORT:-9402}" \
-  node --import tsx services/model-loader/src/main.ts
+  $(service model-loader services/model-loader/src/main.ts)
 start lora-registry as_user lora-registry env \
   SHOAL_METRICS_PORT="${SHOAL_REGISTRY_METRICS_PORT:-9403}" \
-  node --import tsx services/lora-registry/src/main.ts
+  $(service lora-registry services/lora-registry/src/main.ts)
 start worker as_user worker env SHOAL_METRICS_PORT="${SHOAL_WORKER_METRICS_PORT:-9401}" \
-  node --import tsx services/worker/src/main.ts
+  $(service worker services/worker/src/main.ts)
 start ingress as_user ingress env SHOAL_METRICS_PORT="${SHOAL_INGRESS_METRICS_PORT:-9400}" \
-  node --import tsx services/ingress/src/main.ts
+  $(service ingress services/ingress/src/main.ts)
 
 probe='{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["warm-up"]}'
 if [[ "${SHOAL_AUTH:-}" == keys ]]; then

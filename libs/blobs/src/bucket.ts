@@ -13,6 +13,8 @@ export interface BlobBucketOptions {
    * @default 20 min
    */
   readonly maxAgeMs?: number;
+  /** Copies across a NATS cluster, when the bucket is created. @default 1 */
+  readonly replicas?: number;
 }
 
 /** Creates (or opens) the Object Store blob bucket. */
@@ -24,6 +26,7 @@ export async function ensureBlobBucket(
     storage: StorageType.File,
     max_bytes: options.maxBytes ?? 4 * 1024 ** 3,
     ttl: (options.maxAgeMs ?? 20 * 60_000) * 1_000_000,
+    replicas: options.replicas ?? 1,
   });
   return new ObjectStoreBlobs(bucket);
 }

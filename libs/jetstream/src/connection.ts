@@ -5,6 +5,7 @@ import {
   type ConnectionOptions,
   type NatsConnection,
 } from "@nats-io/transport-node";
+import { reportNatsReadiness, type ReadinessSink } from "./readiness.js";
 
 /**
  * How a process proves itself to NATS and checks NATS in return: the server's CA (the
@@ -82,20 +83,34 @@ function authOptions(auth: NatsAuth): Partial<ConnectionOptions> {
 }
 
 /**
- * Connects a Shoal process to NATS. It reconnects forever: a NATS restart must not take a
- * worker or ingress down with it, and JetStream holds the work meanwhile.
+ * Connects a Shoal process to NATS: `servers` is one URL, a comma-separated list (the seeds of
+ * a NATS cluster; the client learns the other members from them) or an array. It reconnects
+ * forever: a NATS restart must not take a worker or ingress down with it, and JetStream holds
+ * the work meanwhile.
+ *
+ * A service passes its `readiness`: it then also waits for a first server instead of failing,
+ * reported not ready meanwhile and whenever it is disconnected, so a pod started before NATS
+ * (or cut off from it) waits, visibly, rather than crash-looping. Commands fail at once.
  */
-export function connectNats(
+export async function connectNats(
   servers: string | readonly string[],
   name: string,
   auth: NatsAuth = {},
+  readiness?: ReadinessSink,
 ): Promise<NatsConnection> {
-  return connect({
-    servers: typeof servers === "string" ? servers : [...servers],
+  const list = (typeof servers === "string" ? servers.split(",") : [...servers])
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  readiness?.set("nats", `connecting to ${list.join(", ")}`);
+  const nc = await connect({
+    servers: list,
     name,
     maxReconnectAttempts: -1,
+    ...(readiness === undefined ? {} : { waitOnFirstConnect: true }),
     ...authOptions(auth),
   });
+  if (readiness !== undefined) void reportNatsReadiness(nc, readiness);
+  return nc;
 }
 
 /**

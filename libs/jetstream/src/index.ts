@@ -42,6 +42,7 @@ export {
   type NatsAuth,
 } from "./connection.js";
 export { pull } from "./pull.js";
+export { reportNatsReadiness, type ReadinessSink } from "./readiness.js";
 export {
   NoStreamError,
   PublishRefusedError,

@@ -29,6 +29,8 @@ export interface WorkStreamOptions {
   readonly duplicateWindowMs?: number;
   /** @default the work subjects, `shoal.work.v1.>` */
   readonly subjects?: readonly string[];
+  /** Copies across a NATS cluster; unset keeps an existing stream's. @default 1 */
+  readonly replicas?: number;
 }
 
 export interface WorkConsumerOptions {
@@ -62,9 +64,8 @@ export async function ensureWorkStream(
     max_msgs: options.maxMessages ?? 1_000_000,
     max_age: nanos(options.maxAgeMs ?? 10 * 60_000),
     duplicate_window: nanos(options.duplicateWindowMs ?? 2 * 60_000),
-    num_replicas: 1,
   };
-  await ensureStream(jsm, config);
+  await ensureStream(jsm, config, options.replicas);
   return name;
 }
 
@@ -168,16 +169,23 @@ async function ensureWorkConsumer(
  * first). One that already matches is left alone, so a service whose NATS user may only read
  * stream info starts against a stream the bootstrap step made (docs/security.md).
  */
+/**
+ * Creates the stream, or updates it where it differs from `config`. Replicas are the
+ * operator's (the NATS bootstrap sets them from SHOAL_STREAM_REPLICAS): a service that does not
+ * name them creates the stream with one and leaves an existing stream's count alone.
+ */
 async function ensureStream(
   jsm: JetStreamManager,
   config: Parameters<JetStreamManager["streams"]["add"]>[0] & { name: string },
+  replicas: number | undefined,
 ): Promise<void> {
   try {
     const current = await jsm.streams.info(config.name);
-    if (differs(current.config, config)) await jsm.streams.update(config.name, config);
+    const wanted = { ...config, num_replicas: replicas ?? current.config.num_replicas };
+    if (differs(current.config, wanted)) await jsm.streams.update(config.name, wanted);
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    await jsm.streams.add(config);
+    await jsm.streams.add({ ...config, num_replicas: replicas ?? 1 });
   }
 }
 
@@ -202,6 +210,8 @@ export interface DeadLetterStreamOptions {
   readonly maxAgeMs?: number;
   /** Oldest entries go first past this size. @default 256 MiB */
   readonly maxBytes?: number;
+  /** Copies across a NATS cluster; unset keeps an existing stream's. @default 1 */
+  readonly replicas?: number;
 }
 
 /**
@@ -221,8 +231,7 @@ export async function ensureDeadLetterStream(
     discard: DiscardPolicy.Old,
     max_age: nanos(options.maxAgeMs ?? 7 * 24 * 3_600_000),
     max_bytes: options.maxBytes ?? 256 * 1024 ** 2,
-    num_replicas: 1,
   };
-  await ensureStream(jsm, config);
+  await ensureStream(jsm, config, options.replicas);
   return name;
 }

@@ -4,6 +4,7 @@ import type { Registry } from "prom-client";
 import {
   createLogger,
   createMetricsRegistry,
+  Readiness,
   reportToSupervisor,
   serveMetrics,
   supervisedMetrics,
@@ -23,8 +24,13 @@ export interface Booted {
    * a process nobody scrapes does not pay for keeping them.
    */
   readonly metrics: Registry | undefined;
-  /** The `/metrics` server, when `SHOAL_METRICS_PORT` is set. */
+  /** The `/metrics`, `/healthz` and `/readyz` server, when `SHOAL_METRICS_PORT` is set. */
   readonly metricsServer: Promise<MetricsServer> | undefined;
+  /**
+   * What `/readyz` reports: "starting" until the service calls `started()`, "stopping" once a
+   * signal arrives, and whatever its parts set meanwhile (its NATS connection, its sidecar).
+   */
+  readonly readiness: Readiness;
 }
 
 /**
@@ -59,6 +65,7 @@ export function bootService(service: string, env: Env): Booted {
   });
   const port = envInt(env, "SHOAL_METRICS_PORT");
   const metrics = port === undefined ? undefined : createMetricsRegistry();
+  const readiness = new Readiness();
   const tracing = startTracing({ serviceName: `shoal-${service}`, env, logger, metrics });
   // Replicas of one service cannot all claim the port: each keeps its metrics, and their
   // supervisor serves the sum.
@@ -71,12 +78,13 @@ export function bootService(service: string, env: Env): Booted {
           port,
           host: envOptional(env, "SHOAL_METRICS_HOST"),
           logger,
+          readiness,
         });
   metricsServer?.catch((err: unknown) => {
     logger.fatal({ err, port }, "metrics port unavailable");
     process.exit(1);
   });
-  return { logger, tracing, metrics, metricsServer };
+  return { logger, tracing, metrics, metricsServer, readiness };
 }
 
 /**
@@ -88,6 +96,7 @@ export function exitOnSignal(stop: () => Promise<void>, booted: Booted, graceMs 
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) process.exit(1);
     stopping = true;
+    booted.readiness.set("stop", "stopping");
     booted.logger.info({ signal }, "shutting down");
     const force = setTimeout(() => process.exit(1), graceMs);
     force.unref();

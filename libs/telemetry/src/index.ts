@@ -15,6 +15,7 @@ export { httpHeaderCarrier } from "./http-carrier.js";
 export { traceFieldsCarrier, type TraceFields } from "./trace-fields.js";
 export { wallClockUs } from "./clock.js";
 export { createMetricsRegistry, serveMetrics } from "./metrics.js";
+export { Readiness } from "./readiness.js";
 export { reportToSupervisor, supervisedMetrics } from "./cluster-metrics.js";
 export type { MetricsSource } from "./cluster-metrics.js";
 export { perScrape } from "./per-scrape.js";

@@ -3,6 +3,7 @@ import { Counter, Gauge } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "./logger.js";
 import { createMetricsRegistry, serveMetrics, type MetricsServer } from "./metrics.js";
+import { Readiness } from "./readiness.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 let server: MetricsServer | undefined;
@@ -48,11 +49,28 @@ describe("serveMetrics", () => {
     const missing = await get("/nope");
     expect(missing.status).toBe(404);
     expect(JSON.parse(missing.body)).toEqual({
-      error: { message: "no route /nope; metrics are at /metrics" },
+      error: { message: "no route /nope; this port serves /metrics, /healthz" },
     });
     const posted = await get("/metrics", "POST");
     expect(posted.status).toBe(405);
     expect(posted.body).toMatch(/POST is not allowed/);
+  });
+
+  it("answers /healthz always and /readyz 503 with the problems until every one clears", async () => {
+    const readiness = new Readiness();
+    server = await serveMetrics({ registry: createMetricsRegistry(), port: 0, logger, readiness });
+    expect(await get("/healthz")).toMatchObject({ status: 200, body: "ok\n" });
+    expect(await get("/readyz")).toMatchObject({
+      status: 503,
+      body: "not ready\nstart: starting\n",
+    });
+    readiness.started();
+    readiness.set("nats", "disconnected");
+    expect((await get("/readyz")).body).toBe("not ready\nnats: disconnected\n");
+    expect((await get("/healthz")).status).toBe(200);
+    readiness.set("nats", undefined);
+    expect(await get("/readyz")).toMatchObject({ status: 200, type: "text/plain; charset=utf-8" });
+    expect((await get("/readyz", "DELETE")).status).toBe(405);
   });
 
   it("fails a scrape whose collector throws with 500, and serves the next", async () => {

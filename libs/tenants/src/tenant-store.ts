@@ -60,9 +60,19 @@ export class TenantStore {
     this.#stop = stop;
   }
 
-  /** Opens (creating it if absent) the bucket and resolves once the copy holds all of it. */
-  static async open(nc: NatsConnection, logger: Logger): Promise<TenantStore> {
-    const kv = await new Kvm(nc).create(TENANTS_BUCKET, { history: 5 });
+  /**
+   * Opens (creating it if absent, with `replicas` copies across a NATS cluster) the bucket and
+   * resolves once the copy holds all of it.
+   */
+  static async open(
+    nc: NatsConnection,
+    logger: Logger,
+    options: { readonly replicas?: number } = {},
+  ): Promise<TenantStore> {
+    const kv = await new Kvm(nc).create(TENANTS_BUCKET, {
+      history: 5,
+      replicas: options.replicas ?? 1,
+    });
     const initial = (await kv.status()).values;
     const watch = await kv.watch({ key: ">" });
     let caughtUp: () => void = () => undefined;

@@ -52,9 +52,17 @@ export class UsageMeter {
     this.#timer.unref();
   }
 
-  static async open(nc: NatsConnection, logger: Logger, flushEveryMs = 5000): Promise<UsageMeter> {
-    const kv = await new Kvm(nc).create(USAGE_BUCKET, { history: 1 });
-    return new UsageMeter(kv, logger, flushEveryMs);
+  /** Opens the bucket, creating it (with `replicas` copies across a NATS cluster) if absent. */
+  static async open(
+    nc: NatsConnection,
+    logger: Logger,
+    options: { readonly flushEveryMs?: number; readonly replicas?: number } = {},
+  ): Promise<UsageMeter> {
+    const kv = await new Kvm(nc).create(USAGE_BUCKET, {
+      history: 1,
+      replicas: options.replicas ?? 1,
+    });
+    return new UsageMeter(kv, logger, options.flushEveryMs ?? 5000);
   }
 
   /** Counts one answered request. `modelKey` (the catalog key) names the KV entry. */

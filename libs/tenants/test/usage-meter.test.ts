@@ -24,8 +24,8 @@ afterAll(async () => {
 it("adds up what every process counted, per tenant and model", async () => {
   const other = await connect({ servers: nats.url });
   const [a, b] = [
-    await UsageMeter.open(nc, logger, 60_000),
-    await UsageMeter.open(other, logger, 60_000),
+    await UsageMeter.open(nc, logger, { flushEveryMs: 60_000 }),
+    await UsageMeter.open(other, logger, { flushEveryMs: 60_000 }),
   ];
   for (let i = 0; i < 50; i++) {
     a.record("acme", "org/emb", "emb", 10, 0);
@@ -46,7 +46,7 @@ it("adds up what every process counted, per tenant and model", async () => {
 });
 
 it("keeps what it could not write for the next flush", async () => {
-  const meter = await UsageMeter.open(nc, logger, 60_000);
+  const meter = await UsageMeter.open(nc, logger, { flushEveryMs: 60_000 });
   meter.record("initech", "org/emb", "emb", 3, 0);
   // A server that answers nothing: the flush times out.
   process.kill(nats.pid, "SIGSTOP");

@@ -25,8 +25,10 @@ try {
     idleTimeoutMs: envInt(env, "SHOAL_BLOB_IDLE_MS"),
     metrics: booted.metrics,
     logger: booted.logger,
+    readiness: booted.readiness,
     tracer: booted.tracing.tracer,
   });
+  booted.readiness.started();
   exitOnSignal(() => offloader.stop(), booted);
 } catch (err) {
   failStart(booted, err);

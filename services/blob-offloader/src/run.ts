@@ -6,7 +6,7 @@ import {
   type BlobServer,
   type BlobStoreSettings,
 } from "@shoal/blobs";
-import { connectNats, drainOrClose, type NatsAuth } from "@shoal/jetstream";
+import { connectNats, drainOrClose, type NatsAuth, type ReadinessSink } from "@shoal/jetstream";
 import type { Tracer } from "@opentelemetry/api";
 import type { Logger } from "@shoal/telemetry";
 import type { Registry } from "prom-client";
@@ -39,6 +39,8 @@ export interface BlobOffloaderOptions {
   /** Where the offloader registers its metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry | undefined;
   readonly logger: Logger;
+  /** Told whether NATS is connected; a service waits for NATS while it is not. */
+  readonly readiness?: ReadinessSink | undefined;
   /** Uploads are traced with it. @default the global tracer (no-op unless installed) */
   readonly tracer?: Tracer;
 }
@@ -54,7 +56,12 @@ export interface RunningBlobOffloader {
 export async function run(options: BlobOffloaderOptions): Promise<RunningBlobOffloader> {
   const { logger } = options;
   const ttlMs = options.ttlMs ?? 10 * 60_000;
-  const nc = await connectNats(options.natsServers, "shoal-blob-offloader", options.natsAuth);
+  const nc = await connectNats(
+    options.natsServers,
+    "shoal-blob-offloader",
+    options.natsAuth,
+    options.readiness,
+  );
   const store = await ensureBlobStore(nc, options.store ?? { backend: "nats" }, {
     bucket: { maxBytes: options.storeMaxBytes, maxAgeMs: 2 * ttlMs },
     logger,

@@ -17,7 +17,9 @@ const env = process.env;
 const booted = bootService("ingress", env);
 const processes = envInt(env, "SHOAL_INGRESS_PROCESSES") ?? 1;
 if (processes > 1 && superviseReplicas(processes, booted) === "supervisor") {
-  // This process only supervises: the replicas serve the port.
+  // This process only supervises: the replicas serve the port, each with its own NATS
+  // connection; the supervisor's /readyz says only that it runs them.
+  booted.readiness.started();
 } else {
   await serve();
 }
@@ -45,9 +47,11 @@ async function serve(): Promise<void> {
       maxPending: envInt(env, "SHOAL_MAX_PENDING"),
       maxQueuedPerModel: envInt(env, "SHOAL_MAX_QUEUED_PER_MODEL"),
       logger: booted.logger,
+      readiness: booted.readiness,
       tracer: booted.tracing.tracer,
       metrics: booted.metrics,
     });
+    booted.readiness.started();
     exitOnSignal(() => ingress.stop(), booted);
   } catch (err) {
     failStart(booted, err);

@@ -15,6 +15,7 @@ import {
   drainOrClose,
   StreamPublisher,
   type NatsAuth,
+  type ReadinessSink,
 } from "@shoal/jetstream";
 import { Health, InferenceService, reflectionV1, reflectionV1alpha } from "@shoal/proto";
 import type { Logger } from "@shoal/telemetry";
@@ -83,6 +84,8 @@ export interface IngressOptions {
   /** Time open connections get to finish on shutdown, ms. @default 10000 */
   readonly shutdownGraceMs?: number;
   readonly logger: Logger;
+  /** Told whether NATS is connected; a service waits for NATS while it is not. */
+  readonly readiness?: ReadinessSink | undefined;
   readonly tracer: Tracer;
   /** Where ingress registers its request metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry;
@@ -105,7 +108,12 @@ export interface RunningIngress {
 export async function run(options: IngressOptions): Promise<RunningIngress> {
   const { logger, tracer, catalog } = options;
 
-  const nc = await connectNats(options.natsServers, "shoal-ingress", options.natsAuth);
+  const nc = await connectNats(
+    options.natsServers,
+    "shoal-ingress",
+    options.natsAuth,
+    options.readiness,
+  );
   const status = new ServingStatus();
   followNatsStatus(nc, status, logger).catch((err: unknown) => {
     logger.error({ err }, "following the NATS connection status failed");

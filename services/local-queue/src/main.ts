@@ -21,7 +21,9 @@ try {
     maxBytes: envInt(env, "SHOAL_LOCAL_QUEUE_MAX_BYTES"),
     progressIntervalMs: envInt(env, "SHOAL_LOCAL_QUEUE_PROGRESS_MS"),
     logger: booted.logger,
+    readiness: booted.readiness,
   });
+  booted.readiness.started();
   exitOnSignal(() => queue.stop(), booted);
 } catch (err) {
   failStart(booted, err);

@@ -1,6 +1,6 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectNats, drainOrClose, type NatsAuth } from "@shoal/jetstream";
+import { connectNats, drainOrClose, type NatsAuth, type ReadinessSink } from "@shoal/jetstream";
 import { LocalQueueServer, type LocalQueueServerOptions } from "@shoal/local-queue";
 import type { Logger } from "@shoal/telemetry";
 
@@ -15,6 +15,8 @@ export interface LocalQueueServiceOptions {
   readonly maxBytes?: LocalQueueServerOptions["maxBytes"];
   readonly progressIntervalMs?: LocalQueueServerOptions["progressIntervalMs"];
   readonly logger: Logger;
+  /** Told whether NATS is connected; a service waits for NATS while it is not. */
+  readonly readiness?: ReadinessSink | undefined;
 }
 
 export interface RunningLocalQueue {
@@ -33,7 +35,12 @@ export function defaultLocalQueueSocket(): string {
  * `libs/local-queue`). It needs NATS only to keep held items alive and to return them.
  */
 export async function run(options: LocalQueueServiceOptions): Promise<RunningLocalQueue> {
-  const nc = await connectNats(options.natsServers, "shoal-local-queue", options.natsAuth);
+  const nc = await connectNats(
+    options.natsServers,
+    "shoal-local-queue",
+    options.natsAuth,
+    options.readiness,
+  );
   const socketPath = options.socketPath ?? defaultLocalQueueSocket();
   const server = await LocalQueueServer.listen({
     socketPath,

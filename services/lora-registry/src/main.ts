@@ -31,7 +31,9 @@ try {
     metrics: booted.metrics,
     tracer: booted.tracing.tracer,
     logger: booted.logger,
+    readiness: booted.readiness,
   });
+  booted.readiness.started();
   exitOnSignal(() => registry.stop(), booted);
 } catch (err) {
   failStart(booted, err);

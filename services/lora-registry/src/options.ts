@@ -1,4 +1,4 @@
-import type { NatsAuth } from "@shoal/jetstream";
+import type { NatsAuth, ReadinessSink } from "@shoal/jetstream";
 import type { Tracer } from "@opentelemetry/api";
 import type { Catalog } from "@shoal/config";
 import { ConfigError, intInRange } from "@shoal/config";
@@ -47,6 +47,8 @@ export interface LoraRegistryOptions {
   /** Where the registry registers its metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry | undefined;
   readonly logger: Logger;
+  /** Told whether NATS is connected; a service waits for NATS while it is not. */
+  readonly readiness?: ReadinessSink | undefined;
   /** API requests are traced with it. @default the global tracer (no-op unless installed) */
   readonly tracer?: Tracer;
 }

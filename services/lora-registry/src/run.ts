@@ -42,7 +42,12 @@ export async function run(options: LoraRegistryOptions): Promise<RunningLoraRegi
   const compiled = compileRegistryOptions(options);
   const { logger } = options;
   const tracer = options.tracer ?? trace.getTracer("shoal-lora-registry");
-  const nc = await connectNats(options.natsServers, "shoal-lora-registry", options.natsAuth);
+  const nc = await connectNats(
+    options.natsServers,
+    "shoal-lora-registry",
+    options.natsAuth,
+    options.readiness,
+  );
   const store = await AdapterStore.open(nc, { maxBytes: compiled.storeMaxBytes, logger });
   const tenants = compiled.access === "keys" ? await TenantStore.open(nc, logger) : undefined;
   const auth = new RegistryAuth(

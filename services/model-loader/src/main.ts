@@ -35,8 +35,10 @@ try {
     modelSources: { env },
     metrics: booted.metrics,
     logger: booted.logger,
+    readiness: booted.readiness,
     tracer: booted.tracing.tracer,
   });
+  booted.readiness.started();
   exitOnSignal(() => loader.stop(), booted);
 } catch (err) {
   failStart(booted, err);

@@ -12,6 +12,7 @@ import {
   modelConsumerName,
   type WorkStreamOptions,
   type NatsAuth,
+  type ReadinessSink,
 } from "@shoal/jetstream";
 import type { EnsureModelOptions } from "@shoal/model-sources";
 import {
@@ -60,6 +61,8 @@ export interface ModelLoaderOptions {
   /** Where the loader registers its metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry;
   readonly logger: Logger;
+  /** Told whether NATS is connected; a service waits for NATS while it is not. */
+  readonly readiness?: ReadinessSink | undefined;
   /** Loads and unloads are traced with it. @default the global tracer (no-op unless installed) */
   readonly tracer?: Tracer;
 }
@@ -83,6 +86,7 @@ export async function run(options: ModelLoaderOptions): Promise<RunningModelLoad
     options.natsServers,
     `shoal-model-loader-${options.node}`,
     options.natsAuth,
+    options.readiness,
   );
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);

@@ -19,7 +19,9 @@ try {
     refreshMs: envInt(env, "SHOAL_ROUTER_REFRESH_MS") ?? 10,
     workers: parseWorkers(envRequired(env, "SHOAL_ROUTER_WORKERS")),
     logger: booted.logger,
+    readiness: booted.readiness,
   });
+  booted.readiness.started();
   exitOnSignal(() => router.stop(), booted);
 } catch (err) {
   failStart(booted, err);

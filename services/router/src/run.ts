@@ -1,4 +1,4 @@
-import { connectNats, drainOrClose, type NatsAuth } from "@shoal/jetstream";
+import { connectNats, drainOrClose, type NatsAuth, type ReadinessSink } from "@shoal/jetstream";
 import { ROUTING_POLICIES, Router, type RoutingPolicy } from "@shoal/router";
 import type { Logger } from "@shoal/telemetry";
 
@@ -11,6 +11,8 @@ export interface RouterServiceOptions {
   /** Each worker's id and the model keys it serves. */
   readonly workers: ReadonlyMap<string, readonly string[]>;
   readonly logger: Logger;
+  /** Told whether NATS is connected; a service waits for NATS while it is not. */
+  readonly readiness?: ReadinessSink | undefined;
 }
 
 export interface RunningRouter {
@@ -54,7 +56,12 @@ export function parsePolicy(value: string): RoutingPolicy {
  */
 export async function run(options: RouterServiceOptions): Promise<RunningRouter> {
   if (!(options.refreshMs >= 1)) throw new Error("the router's refresh interval must be ≥ 1 ms");
-  const nc = await connectNats(options.natsServers, "shoal-router", options.natsAuth);
+  const nc = await connectNats(
+    options.natsServers,
+    "shoal-router",
+    options.natsAuth,
+    options.readiness,
+  );
   const router = await Router.start({
     nc,
     policy: options.policy,

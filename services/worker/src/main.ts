@@ -68,9 +68,11 @@ try {
       stallTimeoutMs: envInt(env, "SHOAL_STREAM_STALL_MS"),
     },
     logger: booted.logger,
+    readiness: booted.readiness,
     tracer: booted.tracing.tracer,
     metrics: booted.metrics,
   });
+  booted.readiness.started();
   exitOnSignal(() => worker.stop(), booted);
 } catch (err) {
   failStart(booted, err);

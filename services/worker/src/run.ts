@@ -21,6 +21,7 @@ import {
   type WorkConsumerOptions,
   type WorkStreamOptions,
   type NatsAuth,
+  type ReadinessSink,
 } from "@shoal/jetstream";
 import {
   compileEnsureModelOptions,
@@ -138,6 +139,8 @@ export interface WorkerOptions {
   /** How generator models are served (sequences at once, stall timeouts). */
   readonly generation?: GenerationOptions;
   readonly logger: Logger;
+  /** Told whether NATS is connected; a service waits for NATS while it is not. */
+  readonly readiness?: ReadinessSink | undefined;
   readonly tracer: Tracer;
   /** Where the worker registers its metrics (`booted.metrics`); none are kept without. */
   readonly metrics?: Registry;
@@ -205,7 +208,12 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
     registerSidecarMetrics(options.metrics, () => supervisor.client(), logger);
   }
 
-  const nc = await connectNats(options.natsServers, `shoal-worker-${workerId}`, options.natsAuth);
+  const nc = await connectNats(
+    options.natsServers,
+    `shoal-worker-${workerId}`,
+    options.natsAuth,
+    options.readiness,
+  );
   const jsm = await jetstreamManager(nc);
   const stream = await ensureWorkStream(jsm, options.stream);
   await ensureDeadLetterStream(jsm);
