@@ -40,6 +40,13 @@ export class PublishTimeoutError extends Error {
 export interface StreamPublisherOptions {
   /** How long to wait for JetStream's acknowledgement. @default 5000 */
   readonly timeoutMs?: number;
+  /**
+   * How long a publish that timed out or found no stream is tried again, with the same message
+   * id so that it is stored once: the few seconds a NATS cluster takes to elect a new leader
+   * for the stream, or a server to restart, then cost a caller latency instead of an error.
+   * @default 10_000
+   */
+  readonly retryForMs?: number;
 }
 
 interface Waiting {
@@ -64,15 +71,18 @@ const utf8 = new TextDecoder();
 export class StreamPublisher {
   readonly #nc: NatsConnection;
   readonly #timeoutMs: number;
+  readonly #retryForMs: number;
   readonly #prefix: string;
   readonly #waiting = new Map<string, Waiting>();
   readonly #sub: Subscription;
   readonly #sweep: NodeJS.Timeout;
   #next = 0;
+  #closed = false;
 
   constructor(nc: NatsConnection, options: StreamPublisherOptions = {}) {
     this.#nc = nc;
     this.#timeoutMs = options.timeoutMs ?? 5000;
+    this.#retryForMs = options.retryForMs ?? 10_000;
     this.#prefix = `${connectionInbox(nc)}.`;
     this.#sub = nc.subscribe(`${this.#prefix}*`, {
       callback: (err, msg) => {
@@ -90,8 +100,35 @@ export class StreamPublisher {
    * stream's duplicate window.
    */
   publish(subject: string, data: Uint8Array, msgId: string, headers: MsgHdrs): Promise<PubAck> {
-    const token = (this.#next++).toString(36);
     headers.set(Headers.msgId, msgId);
+    // The retry path costs only when a publish fails: this is the gateway's hot path.
+    return this.#publishOnce(subject, data, headers).catch((err: unknown) =>
+      this.#retry(subject, data, headers, err, Date.now() + this.#retryForMs),
+    );
+  }
+
+  async #retry(
+    subject: string,
+    data: Uint8Array,
+    headers: MsgHdrs,
+    first: unknown,
+    giveUpAt: number,
+  ): Promise<PubAck> {
+    let err = first;
+    for (let attempt = 0; ; attempt++) {
+      const retriable = err instanceof PublishTimeoutError || err instanceof NoStreamError;
+      if (!retriable || this.#closed || Date.now() >= giveUpAt) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+      try {
+        return await this.#publishOnce(subject, data, headers);
+      } catch (next) {
+        err = next;
+      }
+    }
+  }
+
+  #publishOnce(subject: string, data: Uint8Array, headers: MsgHdrs): Promise<PubAck> {
+    const token = (this.#next++).toString(36);
     return new Promise<PubAck>((resolve, reject) => {
       this.#waiting.set(token, { resolve, reject, deadline: Date.now() + this.#timeoutMs });
       try {
@@ -105,6 +142,7 @@ export class StreamPublisher {
 
   /** Stops listening; publishes still waiting fail. */
   close(): void {
+    this.#closed = true;
     clearInterval(this.#sweep);
     this.#sub.unsubscribe();
     for (const w of this.#waiting.values()) w.reject(new NoStreamError("publisher closed"));

@@ -19,7 +19,7 @@ beforeAll(async () => {
   nats = await startNatsServer();
   nc = await connect({ servers: nats.url });
   await ensureWorkStream(await jetstreamManager(nc), { maxMessages: 5 });
-  publisher = new StreamPublisher(nc);
+  publisher = new StreamPublisher(nc, { retryForMs: 0 });
 });
 
 afterAll(async () => {
@@ -64,10 +64,33 @@ describe("StreamPublisher", () => {
     );
   });
 
+  it("keeps trying a publish that is not acknowledged, with its message id, until one is", async () => {
+    // A subject no stream takes yet, then one that does: as while a stream's new leader is
+    // being elected. The retried publish is stored once.
+    const late = new StreamPublisher(nc, { timeoutMs: 200, retryForMs: 5000 });
+    const jsm = await jetstreamManager(nc);
+    try {
+      const subject = "late.stream.subject";
+      const stored = late.publish(subject, data, "late:0", headers());
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await jsm.streams.add({ name: "LATE", subjects: [subject] });
+      expect(await stored).toMatchObject({ stream: "LATE", seq: 1, duplicate: false });
+      expect((await jsm.streams.info("LATE")).state.messages).toBe(1);
+      const refused = new StreamPublisher(nc, { timeoutMs: 200, retryForMs: 300 });
+      await expect(refused.publish("never.stored", data, "z", headers())).rejects.toBeInstanceOf(
+        NoStreamError,
+      );
+      refused.close();
+    } finally {
+      late.close();
+      await jsm.streams.delete("LATE");
+    }
+  });
+
   it("times out when nothing acknowledges, and keeps working afterwards", async () => {
     // A subscriber that never answers stands in for a stream whose server does not respond.
     const silent = nc.subscribe("silent.subject");
-    const short = new StreamPublisher(nc, { timeoutMs: 200 });
+    const short = new StreamPublisher(nc, { timeoutMs: 200, retryForMs: 0 });
     try {
       await expect(short.publish("silent.subject", data, "y", headers())).rejects.toBeInstanceOf(
         PublishTimeoutError,

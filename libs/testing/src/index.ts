@@ -1,7 +1,7 @@
 export { freePort } from "./free-port.js";
 export { scrapeMetrics } from "./metrics-scrape.js";
 export { sidecarPidOf } from "./sidecar-pid.js";
-export type { ProcessExit } from "./managed-process.js";
+export { ManagedProcess, type ProcessExit } from "./managed-process.js";
 export { MissingPrerequisiteError } from "./missing-prerequisite-error.js";
 export type { NatsRestartOptions, NatsServerHandle, NatsServerOptions } from "./nats-server.js";
 export { startNatsServer } from "./nats-server.js";

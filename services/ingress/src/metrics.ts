@@ -58,6 +58,22 @@ export class IngressMetrics {
       registers,
     });
   }
+  /**
+   * Counts answers ingress dropped because their request part was already answered: a worker
+   * cut off past its ack wait answering an item that was redelivered and answered elsewhere.
+   * Clients never see them; a rising count shows work done twice.
+   */
+  static countDuplicateAnswers(registry: Registry, read: () => number): void {
+    new Counter({
+      name: "shoal_ingress_duplicate_answers_total",
+      help: "Answers dropped because their request part had already been answered (redelivered work done twice).",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  }
 
   /** Marks a request started; the returned function records how it ended. */
   start(

@@ -186,6 +186,9 @@ export async function run(options: IngressOptions): Promise<RunningIngress> {
     access,
     accounting,
   });
+  if (options.metrics !== undefined) {
+    IngressMetrics.countDuplicateAnswers(options.metrics, () => gateway.duplicateAnswers);
+  }
   const streams = await StreamGateway.start({
     nc,
     annotator,
