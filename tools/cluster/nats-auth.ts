@@ -4,16 +4,22 @@
  * readable by this user only. `npm start` runs it before nats-server, on every start.
  *
  * `nats-auth.ts bootstrap`: as the `bootstrap` user (NATS_USER, NATS_PASSWORD_FILE), makes
- * every stream and bucket before the services start.
+ * every stream and bucket (SHOAL_STREAM_REPLICAS copies) and each catalog model's consumer
+ * before the services start.
+ *
+ * `nats-auth.ts secret NAME [NAMESPACE]` (`npm run nats-auth -- secret NAME`): prints a
+ * Kubernetes Secret with new users and passwords, for the Helm chart's
+ * `nats.auth.existingSecret`.
  */
 import { connectNats, drainOrClose, natsAuthFromEnv } from "@shoal/jetstream";
 import { ConfigError } from "@shoal/config";
-import { envInt } from "@shoal/process";
+import { catalogFromEnv, envInt } from "@shoal/process";
 import { createLogger } from "@shoal/telemetry";
 import { bootstrapNats } from "./nats-bootstrap.js";
+import { natsAuthSecret } from "./nats-auth-secret.js";
 import { writeNatsAuth } from "./nats-users.js";
 
-const usage = "usage: nats-auth.ts config DIR | bootstrap";
+const usage = "usage: nats-auth.ts config DIR | bootstrap | secret NAME [NAMESPACE]";
 
 async function bootstrap(): Promise<void> {
   const env = process.env;
@@ -34,6 +40,8 @@ async function bootstrap(): Promise<void> {
       blobTtlMs: envInt(env, "SHOAL_BLOB_TTL_MS"),
       adapterStoreMaxBytes: envInt(env, "SHOAL_REGISTRY_STORE_MAX_BYTES"),
       replicas,
+      modelKeys: (await catalogFromEnv(env)).models.map((m) => m.key),
+      ackWaitMs: envInt(env, "SHOAL_ACK_WAIT_MS"),
     });
     console.log(`[cluster] NATS streams and buckets ready: ${streams.join(", ")}`);
   } finally {
@@ -41,8 +49,10 @@ async function bootstrap(): Promise<void> {
   }
 }
 
-const [command, dir] = process.argv.slice(2);
+const [command, dir, namespace] = process.argv.slice(2);
 if (command === "config" && dir !== undefined) await writeNatsAuth(dir);
+else if (command === "secret" && dir !== undefined)
+  process.stdout.write(natsAuthSecret(dir, namespace));
 else if (command === "bootstrap") await bootstrap();
 else {
   console.error(usage);

@@ -8,7 +8,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AdapterStore } from "@shoal/adapters";
 import { ensureBlobBucket } from "@shoal/blobs";
-import { ensureDeadLetterStream, ensureWorkStream } from "@shoal/jetstream";
+import { ensureDeadLetterStream, ensureModelConsumer, ensureWorkStream } from "@shoal/jetstream";
 import { RESIDENCY_BUCKET } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import { TenantStore, UsageMeter } from "@shoal/tenants";
@@ -25,6 +25,14 @@ export interface BootstrapOptions {
    * @default 1
    */
   readonly replicas?: number | undefined;
+  /**
+   * Catalog keys whose work consumers to make now. A model's consumer otherwise appears when a
+   * model-loader or worker first serves it; made here, its queue is counted (and an autoscaler
+   * sees its lag) while no worker of its pool runs.
+   */
+  readonly modelKeys?: readonly string[] | undefined;
+  /** The consumers' ack wait (SHOAL_ACK_WAIT_MS, as the workers are given). */
+  readonly ackWaitMs?: number | undefined;
 }
 
 export async function bootstrapNats(
@@ -34,7 +42,10 @@ export async function bootstrapNats(
 ): Promise<string[]> {
   const replicas = options.replicas ?? 1;
   const jsm = await jetstreamManager(nc);
-  await ensureWorkStream(jsm, { replicas });
+  const stream = await ensureWorkStream(jsm, { replicas });
+  for (const key of options.modelKeys ?? []) {
+    await ensureModelConsumer(jsm, stream, key, { ackWaitMs: options.ackWaitMs });
+  }
   await ensureDeadLetterStream(jsm, { replicas });
   await new Kvm(nc).create(RESIDENCY_BUCKET, { history: 1, replicas });
   (await TenantStore.open(nc, logger, { replicas })).stop();

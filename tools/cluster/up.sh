@@ -3,8 +3,8 @@
 # offloader, the model-loader, the LoRA adapter registry, one worker with its sidecar, and
 # ingress (which annotates and queues requests itself).
 # Installs and builds whatever is missing first (tools/setup/bootstrap.sh), less the Python
-# clients, llama-cpp-python and the S3 test server, which only the tests use, and the trace
-# backend, which `npm run traces` builds and starts. Ctrl-C stops everything; if any process
+# clients, llama-cpp-python, the S3 test server and the Helm chart's checkers, which only the
+# tests use, and the trace backend, which `npm run traces` builds and starts. Ctrl-C stops everything; if any process
 # dies, the rest are stopped too and the script exits non-zero.
 #
 # Traces: every process exports over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; with
@@ -26,7 +26,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${root}"
 bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python --skip-s3-server \
-  --skip-trace-backend
+  --skip-trace-backend --skip-helm
 # shellcheck source=../setup/env.sh
 . tools/setup/env.sh
 npx nx run proto:generate --outputStyle=static >/dev/null

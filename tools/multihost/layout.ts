@@ -112,7 +112,11 @@ export class MultiHostLayout {
       build,
       "nats-bootstrap",
       "bootstrap",
-      { NATS_URL: natsUrl, SHOAL_STREAM_REPLICAS: "3" },
+      {
+        NATS_URL: natsUrl,
+        SHOAL_STREAM_REPLICAS: "3",
+        SHOAL_ACK_WAIT_MS: String(this.#o.ackWaitMs),
+      },
       ["bootstrap"],
     );
     const exit = await child.exited;

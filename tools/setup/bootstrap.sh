@@ -5,16 +5,17 @@
 #
 # Usage: bootstrap.sh [--skip-STEP ...] [STEP ...]
 #   STEP is one of: node nats-server models python-clients llama-cpp-python s3-server
-#   trace-backend sidecar (default: all, in that order).
+#   trace-backend helm sidecar (default: all, in that order).
 #   --skip-sidecar is the common one: it saves the sidecar's first release build (about 3
 #   minutes on two cores) when only TypeScript is being worked on; llama-cpp-python compiles
 #   llama.cpp once (tens of minutes on two cores) for the tests of the sidecar's openai backend;
-#   trace-backend builds Jaeger once (about 6 minutes) for the tracing tests and `npm run traces`.
+#   trace-backend builds Jaeger once (about 6 minutes) for the tracing tests and `npm run traces`;
+#   helm builds helm once (about 5 minutes) and fetches the schemas the chart is checked with.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-all_steps=(node nats-server models python-clients llama-cpp-python s3-server trace-backend sidecar)
+all_steps=(node nats-server models python-clients llama-cpp-python s3-server trace-backend helm sidecar)
 steps=()
 skips=()
 for arg in "$@"; do

@@ -20,6 +20,11 @@
 # The trace backend (Jaeger v2) `npm run traces` starts and the tracing tests export to.
 : "${SHOAL_JAEGER:=${SHOAL_BIN}/jaeger}"
 : "${SHOAL_MINILM_DIR:=${SHOAL_MODELS}/all-minilm-l6-v2}"
+# What checks the Helm chart offline (helm.sh): helm, a virtualenv with kubernetes-validate
+# (the Kubernetes JSON schemas), and KEDA's CRDs (its ScaledObject schema).
+: "${SHOAL_HELM:=${SHOAL_BIN}/helm}"
+: "${SHOAL_K8S_VENV:=${SHOAL_HOME}/venv-k8s}"
+: "${SHOAL_KEDA_CRDS:=${SHOAL_HOME}/keda-crds}"
 : "${SHOAL_SMOLLM2_GGUF:=${SHOAL_MODELS}/smollm2-135m-instruct/model.gguf}"
 # llama-cpp-python's OpenAI-compatible server, installed by llama-cpp-python.sh; the openai
 # backend's tests run it as the remote runtime.
@@ -36,10 +41,14 @@
 : "${SHOAL_S3_SERVER_VERSION:=0.14.1}"
 # Jaeger's Go module version (v1.75.0 is Jaeger 2.12); tools/trace-backend/go.mod pins it too.
 : "${SHOAL_JAEGER_VERSION:=v1.75.0}"
+: "${SHOAL_HELM_VERSION:=v4.3.2}"
+: "${SHOAL_KUBERNETES_VALIDATE_VERSION:=1.37.0}"
+: "${SHOAL_KEDA_VERSION:=v2.18.3}"
 # Model sources and their pins (package versions, wheel digests) live in the catalog,
 # deploy/catalog/default.json, which the worker reads too.
 
 export SHOAL_HOME SHOAL_BIN SHOAL_MODELS CARGO_TARGET_DIR \
   SHOAL_SIDECAR_BIN SHOAL_NATS_SERVER SHOAL_MINILM_DIR SHOAL_SMOLLM2_GGUF SHOAL_BUILD_JOBS SHOAL_NATS_SERVER_VERSION \
   SHOAL_LLAMA_VENV SHOAL_LLAMA_PYTHON SHOAL_S3_SERVER SHOAL_S3_SERVER_VERSION \
-  SHOAL_JAEGER SHOAL_JAEGER_VERSION
+  SHOAL_JAEGER SHOAL_JAEGER_VERSION SHOAL_HELM SHOAL_HELM_VERSION SHOAL_K8S_VENV \
+  SHOAL_KUBERNETES_VALIDATE_VERSION SHOAL_KEDA_CRDS SHOAL_KEDA_VERSION

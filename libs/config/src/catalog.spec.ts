@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compileCatalog } from "./catalog.js";
+import { compileCatalog, restrictCatalog } from "./catalog.js";
 import { ConfigError } from "./errors.js";
 
 const minilm = {
@@ -157,5 +157,31 @@ describe("compileCatalog", () => {
   ])("rejects %s", (_name, raw, message) => {
     expect(() => compileCatalog(raw, { modelsDir: "/m" })).toThrow(ConfigError);
     expect(() => compileCatalog(raw, { modelsDir: "/m" })).toThrow(message);
+  });
+});
+
+describe("restrictCatalog", () => {
+  const catalog = compileCatalog(
+    {
+      models: [
+        minilm,
+        { ...minilm, id: "org/other", key: "other" },
+        { ...minilm, id: "org/third", key: "third" },
+      ],
+    },
+    { modelsDir: "/cache/models" },
+  );
+
+  it("keeps the models named by id or key, in the catalog's order", () => {
+    const part = restrictCatalog(catalog, ["third", minilm.id]);
+    expect(part.models.map((m) => m.key)).toEqual(["all-minilm-l6-v2", "third"]);
+    expect(part.find("org/other")).toBeUndefined();
+    expect(part.byKey("third")?.id).toBe("org/third");
+  });
+
+  it("names a model the catalog lacks", () => {
+    expect(() => restrictCatalog(catalog, ["missing"])).toThrow(
+      new ConfigError('model "missing" is neither an id nor a key of the catalog'),
+    );
   });
 });

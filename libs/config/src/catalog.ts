@@ -329,3 +329,25 @@ function int(value: unknown, where: string, min: number): number {
   }
   return value;
 }
+
+/**
+ * The part of `catalog` that `names` (ids or keys) pick, in the catalog's order: what one node
+ * of a pool serves. A name the catalog lacks is an error naming it.
+ */
+export function restrictCatalog(catalog: Catalog, names: readonly string[]): Catalog {
+  const picked = new Set<ModelEntry>();
+  for (const name of names) {
+    const entry = catalog.find(name) ?? catalog.byKey(name);
+    if (entry === undefined) {
+      throw new ConfigError(`model "${name}" is neither an id nor a key of the catalog`);
+    }
+    picked.add(entry);
+  }
+  const models = catalog.models.filter((m) => picked.has(m));
+  return {
+    models,
+    find: (id) => models.find((m) => m.id === id),
+    byKey: (key) => models.find((m) => m.key === key),
+    bundle: catalog.bundle,
+  };
+}

@@ -1,5 +1,5 @@
 /** Configuration shared by every Shoal process: the model catalog and setting validation. */
-export { loadCatalog, compileCatalog } from "./catalog.js";
+export { loadCatalog, compileCatalog, restrictCatalog } from "./catalog.js";
 export type {
   Catalog,
   CatalogOptions,

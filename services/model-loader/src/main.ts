@@ -1,8 +1,10 @@
+import { restrictCatalog } from "@shoal/config";
 import { natsAuthFromEnv } from "@shoal/jetstream";
 import {
   bootService,
   catalogFromEnv,
   envInt,
+  envList,
   envOptional,
   envRequired,
   envString,
@@ -14,7 +16,10 @@ import { run } from "./run.js";
 const env = process.env;
 const booted = bootService("model-loader", env);
 try {
-  const catalog = await catalogFromEnv(env);
+  // A node of a pool places only the pool's models (all of the catalog's when unset).
+  const whole = await catalogFromEnv(env);
+  const only = envList(env, "SHOAL_NODE_MODELS");
+  const catalog = only === undefined || only.length === 0 ? whole : restrictCatalog(whole, only);
   const loader = await run({
     natsServers: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
     natsAuth: natsAuthFromEnv(env),
