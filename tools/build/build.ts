@@ -1,26 +1,29 @@
 /**
  * `npm run build`: the production build of every Shoal service. Each service becomes one ES
- * module bundle, `dist/<service>/main.mjs`, started by plain `node` (no tsx, no TypeScript at
- * run time), with the files it reads at start beside it in `share/` (the default catalog and
- * the hardware bundles). Packages that load native code or files of their own at run time stay
- * outside the bundle and are copied into `dist/<service>/node_modules/` with their own
- * dependencies, so a directory is all an image needs besides Node.js.
+ * module bundle, `dist/<service>/main.mjs`, with every package it uses inside, started by plain
+ * `node` (no tsx, no TypeScript, no node_modules at run time), and the files it reads at start
+ * beside it in `share/` (the default catalog and the hardware bundles): a directory is all an
+ * image needs besides Node.js.
  *
- * Usage: build.ts [--out DIR] [service...]   (every service when none is named)
+ * Usage: build.ts [--out DIR] [--source DIR] [service...]   (every service when none is named)
+ *   --source builds another checkout with the same services (a release's, prepared by
+ *   release-tree.ts) instead of this one.
  */
 import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { repoRoot } from "@shoal/testing";
-import { copyExternals } from "./externals.js";
 import { SERVICES, SHARED_FILES, type ServiceBuild } from "./services.js";
 
-const root = repoRoot();
 const { values, positionals } = parseArgs({
-  options: { out: { type: "string", default: join(root, "dist") } },
+  options: {
+    out: { type: "string", default: join(repoRoot(), "dist") },
+    source: { type: "string", default: repoRoot() },
+  },
   allowPositionals: true,
 });
+const root = values.source;
 const out = values.out;
 const chosen = positionals.length === 0 ? SERVICES : positionals.map(byName);
 
@@ -51,7 +54,6 @@ for (const service of chosen) {
     sourcemap: "linked",
     metafile: true,
     logLevel: "warning",
-    external: service.externals,
     // Bundled CommonJS packages call require() for Node's modules; an ES module has none.
     banner: {
       js: 'import { createRequire as shoalCreateRequire } from "node:module"; const require = shoalCreateRequire(import.meta.url);',
@@ -61,7 +63,6 @@ for (const service of chosen) {
     await mkdir(dirname(join(dir, "share", file)), { recursive: true });
     await cp(join(root, file), join(dir, "share", file), { recursive: true });
   }
-  const copied = await copyExternals(root, dir, service.externals);
   const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
   await writeFile(
     join(dir, "package.json"),
@@ -69,7 +70,6 @@ for (const service of chosen) {
   );
   const ms = Math.round(performance.now() - started);
   console.log(
-    `[build] ${service.name}: ${join(dir, "main.mjs")} (${(bytes / 1e6).toFixed(1)} MB` +
-      `${copied.length > 0 ? `, with ${copied.join(", ")}` : ""}) in ${ms} ms`,
+    `[build] ${service.name}: ${join(dir, "main.mjs")} (${(bytes / 1e6).toFixed(1)} MB) in ${ms} ms`,
   );
 }

@@ -4,7 +4,7 @@
  * read these but never create, change or delete them (docs/security.md, "NATS users").
  */
 import { Kvm } from "@nats-io/kv";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AdapterStore } from "@shoal/adapters";
 import { ensureBlobBucket } from "@shoal/blobs";
@@ -35,6 +35,30 @@ export interface BootstrapOptions {
   readonly ackWaitMs?: number | undefined;
 }
 
+/** How long the bootstrap waits for JetStream to answer: a new cluster elects a leader first. */
+const JETSTREAM_WAIT_MS = 120_000;
+
+/**
+ * Waits until JetStream answers. Servers of a new cluster start before they have elected the
+ * leader that creates streams; a bootstrap started with them (a Helm install) waits for it.
+ */
+async function untilJetStream(jsm: JetStreamManager, logger: Logger): Promise<void> {
+  const deadline = Date.now() + JETSTREAM_WAIT_MS;
+  for (;;) {
+    try {
+      await jsm.getAccountInfo();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      logger.warn(
+        { err },
+        "JetStream not answering yet; waiting for the cluster to elect a leader",
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
 export async function bootstrapNats(
   nc: NatsConnection,
   logger: Logger,
@@ -42,6 +66,7 @@ export async function bootstrapNats(
 ): Promise<string[]> {
   const replicas = options.replicas ?? 1;
   const jsm = await jetstreamManager(nc);
+  await untilJetStream(jsm, logger);
   const stream = await ensureWorkStream(jsm, { replicas });
   for (const key of options.modelKeys ?? []) {
     await ensureModelConsumer(jsm, stream, key, { ackWaitMs: options.ackWaitMs });

@@ -217,7 +217,7 @@ describe("the Helm chart", () => {
       ) as K8sObject,
     );
     const worker = pool?.containers.find((c) => c.name === "worker");
-    expect(worker?.image).toBe("localhost/shoal/shoal-worker-cuda:0.1.0");
+    expect(worker?.image).toBe("localhost/shoal/shoal-worker-cuda:0.2.0");
     expect(worker?.resources?.limits?.["nvidia.com/gpu"]).toBe(1);
     expect(worker?.env).toContainEqual({ name: "SHOAL_DEVICE", value: "cuda:0" });
     expect(worker?.env).toContainEqual({

@@ -15,6 +15,14 @@ export const PORTS = {
   loader: 8090,
 } as const;
 
+/** A production build to run processes from, and what its processes need in addition. */
+export interface Build {
+  /** What `build.ts --out` wrote. */
+  readonly dir: string;
+  /** Environment its processes get (an older release: where its catalog and bundle are). */
+  readonly env: Readonly<Record<string, string>>;
+}
+
 export interface LayoutOptions {
   /** Per-run files: NATS stores, configs, sockets. */
   readonly dir: string;
@@ -83,7 +91,7 @@ export class MultiHostLayout {
   #service(
     key: string,
     host: LabHost,
-    build: string,
+    build: Build,
     service: string,
     user: string,
     env: Record<string, string>,
@@ -91,12 +99,13 @@ export class MultiHostLayout {
   ): ManagedProcess {
     const child = host.spawn(
       "node",
-      ["--enable-source-maps", join(build, service, "main.mjs"), ...args],
+      ["--enable-source-maps", join(build.dir, service, "main.mjs"), ...args],
       {
         ...this.#o.env,
         NATS_USER: user,
         NATS_PASSWORD_FILE: join(this.#o.authDir, "passwords", user),
         LOG_LEVEL: "info",
+        ...build.env,
         ...env,
       },
     );
@@ -105,7 +114,7 @@ export class MultiHostLayout {
   }
 
   /** Makes every stream and bucket with three replicas, as the chart's bootstrap job does. */
-  async bootstrap(host: LabHost, build: string, natsUrl: string): Promise<void> {
+  async bootstrap(host: LabHost, build: Build, natsUrl: string): Promise<void> {
     const child = this.#service(
       "bootstrap",
       host,
@@ -124,7 +133,7 @@ export class MultiHostLayout {
       throw new Error(`bootstrap failed (${JSON.stringify(exit)}):\n${child.output()}`);
   }
 
-  startIngress(host: LabHost, build: string, natsUrl: string): ManagedProcess {
+  startIngress(host: LabHost, build: Build, natsUrl: string): ManagedProcess {
     return this.#service(`ingress@${host.name}`, host, build, "ingress", "ingress", {
       NATS_URL: natsUrl,
       SHOAL_HOST: "0.0.0.0",
@@ -136,7 +145,7 @@ export class MultiHostLayout {
     });
   }
 
-  startLoader(host: LabHost, build: string, natsUrl: string): ManagedProcess {
+  startLoader(host: LabHost, build: Build, natsUrl: string): ManagedProcess {
     return this.#service(`model-loader@${host.name}`, host, build, "model-loader", "model-loader", {
       NATS_URL: natsUrl,
       SHOAL_NODE_ID: host.name,
@@ -152,7 +161,7 @@ export class MultiHostLayout {
    * Starts a worker with its sidecar; each start is a new worker id, as a new pod would be.
    * @returns the worker id
    */
-  async startWorker(host: LabHost, build: string, natsUrl: string): Promise<string> {
+  async startWorker(host: LabHost, build: Build, natsUrl: string): Promise<string> {
     const id = `${host.name}-w${++this.#generation}`;
     const dir = join(this.#o.dir, id);
     await mkdir(dir, { recursive: true });

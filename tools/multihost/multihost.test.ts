@@ -5,7 +5,8 @@
  * real MiniLM model), and a client host sending steady load through all of it. Services run
  * from the production build. Under that load, in turn: the work stream's NATS leader is killed
  * and restarted, a worker host is cut off for longer than the ack wait and healed, a worker
- * host dies outright and is replaced, and ingress then the workers are rolled to a new build.
+ * host dies outright and is replaced, and the workers then ingress are rolled back to the last
+ * release (release.json, built from its commit) and forward again, host by host.
  * After each, every request the load sent must have been answered once, with the right vector.
  * Figures go to $SHOAL_MULTIHOST_REPORT when set (docs/benchmarks.md, "Across hosts").
  */
@@ -17,7 +18,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeNatsAuth } from "../cluster/nats-users.js";
 import { Lab, type LabHost } from "./lab.js";
 import { recoveryMs, summarize, type LoadRecord, type WindowSummary } from "./load-record.js";
-import { MultiHostLayout, PORTS } from "./layout.js";
+import { MultiHostLayout, PORTS, type Build } from "./layout.js";
+import { prepareReleaseTree } from "../build/release-tree.js";
 
 const ACK_WAIT_MS = 5000;
 const RATE = 30;
@@ -28,7 +30,10 @@ let layout: MultiHostLayout;
 let load: ManagedProcess | undefined;
 let loadOut: string;
 let natsUrl: string;
-let builds: [string, string];
+/** This checkout's build, and the last release's (release.json), both production builds. */
+let current: Build;
+let release: Build;
+let releaseVersion: string;
 const report: Record<string, unknown> = {};
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -47,6 +52,23 @@ async function until<T>(what: string, timeoutMs: number, probe: () => T | undefi
 function host(name: string): LabHost {
   if (lab === undefined) throw new Error("no lab");
   return lab.host(name);
+}
+
+/**
+ * The NATS seeds a build's processes are given: all three for this build; the first alone for
+ * a release, which may take only one URL (clients learn the other servers from it).
+ */
+function seedsFor(build: Build): string {
+  return build === current ? natsUrl : (natsUrl.split(",")[0] ?? natsUrl);
+}
+
+/** Waits until ingress on `edge` answers its API, a check any version of ingress passes. */
+async function serving(edge: LabHost): Promise<void> {
+  await until(`ingress on ${edge.name} serving`, 120_000, () =>
+    host("client").get(`http://${edge.address}:${PORTS.ingress}/v1/models`).status === 200
+      ? true
+      : undefined,
+  );
 }
 
 /** Waits for a service's /readyz, asked from the client host as a kubelet would ask. */
@@ -138,7 +160,7 @@ function expectClean(summary: WindowSummary): void {
   expect(summary.requests).toBeGreaterThan(0);
 }
 
-async function startWorkerHost(name: string, build: string): Promise<string> {
+async function startWorkerHost(name: string, build: Build): Promise<string> {
   const node = host(name);
   layout.startLoader(node, build, natsUrl);
   const id = await layout.startWorker(node, build, natsUrl);
@@ -152,13 +174,34 @@ async function startWorkerHost(name: string, build: string): Promise<string> {
 
 beforeAll(async () => {
   const dir = await tempDir("multihost");
-  builds = [join(dir, "build-1"), join(dir, "build-2")];
-  for (const out of builds) {
-    execFileSync("node", ["--import", "tsx", "tools/build/build.ts", "--out", out], {
-      cwd: root,
-      stdio: "ignore",
-    });
-  }
+  const build = (out: string, source: string): void => {
+    execFileSync(
+      "node",
+      ["--import", "tsx", "tools/build/build.ts", "--out", out, "--source", source],
+      {
+        cwd: root,
+        stdio: "ignore",
+      },
+    );
+  };
+  build(join(dir, "current"), root);
+  current = { dir: join(dir, "current"), env: {} };
+  const released = JSON.parse(readFileSync(join(root, "release.json"), "utf8")) as {
+    version: string;
+    commit: string;
+  };
+  releaseVersion = released.version;
+  const tree = join(dir, "release-tree");
+  await prepareReleaseTree(root, released.commit, tree);
+  build(join(dir, "release"), tree);
+  // A release's bundles may look for these beside the repository they came from: name them.
+  release = {
+    dir: join(dir, "release"),
+    env: {
+      SHOAL_CATALOG: join(tree, "deploy/catalog/default.json"),
+      SHOAL_BUNDLE: join(tree, "bundles/cpu.json"),
+    },
+  };
   const authDir = join(dir, "nats-auth");
   await writeNatsAuth(authDir);
   const made = Lab.create();
@@ -175,9 +218,9 @@ beforeAll(async () => {
   const natsHosts = ["n1", "n2", "n3"].map(host);
   natsUrl = layout.natsUrls(natsHosts);
   await Promise.all(natsHosts.map((h) => layout.startNats(h, natsHosts)));
-  await layout.bootstrap(host("client"), builds[0], natsUrl);
-  await Promise.all(["gpu-a", "gpu-b"].map((h) => startWorkerHost(h, builds[0])));
-  for (const edge of ["edge-a", "edge-b"]) layout.startIngress(host(edge), builds[0], natsUrl);
+  await layout.bootstrap(host("client"), current, natsUrl);
+  await Promise.all(["gpu-a", "gpu-b"].map((h) => startWorkerHost(h, current)));
+  for (const edge of ["edge-a", "edge-b"]) layout.startIngress(host(edge), current, natsUrl);
   for (const edge of ["edge-a", "edge-b"]) await ready(host(edge), PORTS.ingressOps);
   loadOut = join(dir, "load.jsonl");
   const targets = ["edge-a", "edge-b"].map((e) => `http://${host(e).address}:${PORTS.ingress}`);
@@ -253,35 +296,46 @@ describe("Shoal across hosts, under steady load", () => {
     host("gpu-a").killAll();
     await sleep(3 * ACK_WAIT_MS);
     const replaced = Date.now();
-    const worker = await startWorkerHost("gpu-a", builds[0]);
+    const worker = await startWorkerHost("gpu-a", current);
     report["worker host kill"] = { replacedWith: worker, replaceMs: Date.now() - replaced };
     await sleep(5000);
     expectClean(await endPhase("worker host kill: requests", from, fault));
   }, 300_000);
 
-  it("rolls ingress, then the workers, to a new build without failing a request", async () => {
+  it("rolls from this build to the last release and back, host by host, without failing a request", async () => {
+    // Workers back to the release (new ingress, old workers), then ingress (all old), then
+    // ingress forward (new ingress, old workers), then the workers (all new): every mix of two
+    // adjacent versions a rolling upgrade or a rollback passes through, under load.
     const from = Date.now();
     const steps: Record<string, number> = {};
-    for (const edge of ["edge-a", "edge-b"]) {
-      const started = Date.now();
-      await layout.process(`ingress@${edge}`).terminate("SIGTERM", 30_000);
-      layout.startIngress(host(edge), builds[1], natsUrl);
-      await ready(host(edge), PORTS.ingressOps);
-      steps[`ingress@${edge}`] = Date.now() - started;
-      await sleep(2000);
-    }
-    for (const node of ["gpu-a", "gpu-b"]) {
-      const started = Date.now();
-      await layout.process(`worker@${node}`).terminate("SIGTERM", 30_000);
-      const id = await layout.startWorker(host(node), builds[1], natsUrl);
-      await ready(host(node), PORTS.workerOps);
-      await until(`${id} resident`, 180_000, () =>
-        residentWorkers(host(node)).includes(id) ? true : undefined,
-      );
-      steps[`worker@${node}`] = Date.now() - started;
-      await sleep(2000);
-    }
-    report["rolling upgrade steps (ms)"] = steps;
-    expectClean(await endPhase("rolling upgrade", from));
+    const rollWorkers = async (to: Build, name: string): Promise<void> => {
+      for (const node of ["gpu-a", "gpu-b"]) {
+        const started = Date.now();
+        await layout.process(`worker@${node}`).terminate("SIGTERM", 30_000);
+        const id = await layout.startWorker(host(node), to, seedsFor(to));
+        await until(`${id} resident`, 180_000, () =>
+          residentWorkers(host(node)).includes(id) ? true : undefined,
+        );
+        steps[`worker@${node} to ${name}`] = Date.now() - started;
+        await sleep(2000);
+      }
+    };
+    const rollIngress = async (to: Build, name: string): Promise<void> => {
+      for (const edge of ["edge-a", "edge-b"]) {
+        const started = Date.now();
+        await layout.process(`ingress@${edge}`).terminate("SIGTERM", 30_000);
+        layout.startIngress(host(edge), to, seedsFor(to));
+        await serving(host(edge));
+        steps[`ingress@${edge} to ${name}`] = Date.now() - started;
+        await sleep(2000);
+      }
+    };
+    const releaseName = `release ${releaseVersion}`;
+    await rollWorkers(release, releaseName);
+    await rollIngress(release, releaseName);
+    await rollIngress(current, "this build");
+    await rollWorkers(current, "this build");
+    report["rolling between the release and this build: steps (ms)"] = steps;
+    expectClean(await endPhase("rolling between the release and this build", from));
   }, 600_000);
 });
