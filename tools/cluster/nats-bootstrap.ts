@@ -42,12 +42,12 @@ const JETSTREAM_WAIT_MS = 120_000;
  * Waits until JetStream answers. Servers of a new cluster start before they have elected the
  * leader that creates streams; a bootstrap started with them (a Helm install) waits for it.
  */
-async function untilJetStream(jsm: JetStreamManager, logger: Logger): Promise<void> {
+async function untilJetStream(nc: NatsConnection, logger: Logger): Promise<JetStreamManager> {
   const deadline = Date.now() + JETSTREAM_WAIT_MS;
   for (;;) {
     try {
-      await jsm.getAccountInfo();
-      return;
+      // Asks for the account's JetStream info, which only a cluster with a leader answers.
+      return await jetstreamManager(nc);
     } catch (err) {
       if (Date.now() > deadline) throw err;
       logger.warn(
@@ -65,8 +65,7 @@ export async function bootstrapNats(
   options: BootstrapOptions = {},
 ): Promise<string[]> {
   const replicas = options.replicas ?? 1;
-  const jsm = await jetstreamManager(nc);
-  await untilJetStream(jsm, logger);
+  const jsm = await untilJetStream(nc, logger);
   const stream = await ensureWorkStream(jsm, { replicas });
   for (const key of options.modelKeys ?? []) {
     await ensureModelConsumer(jsm, stream, key, { ackWaitMs: options.ackWaitMs });
