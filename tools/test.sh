@@ -8,6 +8,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
 bash tools/setup/bootstrap.sh
+echo "[test] setup: ${SECONDS} s"
 # shellcheck source=setup/env.sh
 . tools/setup/env.sh
 
@@ -18,12 +19,13 @@ trap 'rm -f "${log}"' EXIT
 # the script fails at the end, after its summary, if any stage did.
 failed=()
 stage() {
-  local name="$1"
+  local name="$1" started="${SECONDS}"
   shift
   echo "[test] ${name}"
   if ! "$@"; then
     failed+=("${name}")
   fi
+  echo "[test] ${name}: $((SECONDS - started)) s"
 }
 
 typescript() {
