@@ -20,7 +20,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 requirements="${here}/llama-cpp-python-requirements.txt"
 stamp="${SHOAL_LLAMA_VENV}/.shoal-requirements.sha256"
-cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+# LLAVA_BUILD=OFF leaves out the multimodal library (libmtmd), which the text-only server the
+# tests run never loads (llama_cpp imports it only for image chat formats).
+cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
 want="$({ cat "${requirements}"; echo "${cmake_args}"; } | sha256sum | cut -d' ' -f1)"
 
 if [[ -x "${SHOAL_LLAMA_PYTHON}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
