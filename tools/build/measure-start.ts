@@ -20,6 +20,7 @@ import {
   startNatsServer,
   tempDir,
 } from "@shoal/testing";
+import { SERVICES as SERVICES_BUILT } from "./services.js";
 
 const root = repoRoot();
 const { values } = parseArgs({
@@ -33,19 +34,16 @@ const runs = Number(values.runs);
 
 interface ServiceStart {
   readonly name: string;
-  readonly source: string;
   readonly env: (dir: string) => Promise<Record<string, string>>;
 }
 
 const SERVICES: readonly ServiceStart[] = [
   {
     name: "ingress",
-    source: "services/ingress/src/main.ts",
     env: async () => ({ SHOAL_PORT: String(await freePort()) }),
   },
   {
     name: "worker",
-    source: "services/worker/src/main.ts",
     // Under a model-loader's control (none runs here): it starts holding no model.
     env: async (dir) => ({
       SHOAL_NODE_ID: "measure",
@@ -56,17 +54,14 @@ const SERVICES: readonly ServiceStart[] = [
   },
   {
     name: "model-loader",
-    source: "services/model-loader/src/main.ts",
     env: async () => ({ SHOAL_NODE_ID: "measure", SHOAL_LOADER_PORT: String(await freePort()) }),
   },
   {
     name: "lora-registry",
-    source: "services/lora-registry/src/main.ts",
     env: async () => ({ SHOAL_REGISTRY_PORT: String(await freePort()) }),
   },
   {
     name: "blob-offloader",
-    source: "services/blob-offloader/src/main.ts",
     env: () => Promise.resolve({}),
   },
 ];
@@ -105,7 +100,7 @@ async function startOnce(
   const args =
     mode === "build"
       ? [join(values.build, service.name, "main.mjs")]
-      : ["--import", "tsx", join(root, service.source)];
+      : ["--import", "tsx", join(root, entryOf(service.name))];
   const started = performance.now();
   const child = ManagedProcess.spawn("node", args, {
     env: {
@@ -141,6 +136,13 @@ async function startOnce(
   } finally {
     await child.terminate("SIGTERM", 10_000);
   }
+}
+
+/** A service's main module, as the production build knows it. */
+function entryOf(name: string): string {
+  const build = SERVICES_BUILT.find((s) => s.name === name);
+  if (build === undefined) throw new Error(`build.ts builds no service ${name}`);
+  return build.entry;
 }
 
 const median = (xs: readonly number[]): number => {
