@@ -84,6 +84,10 @@ sed 's/\x1b\[[0-9;]*m//g' "${log}" | awk '
     printf "%d passed, %d failed\n", tp + gp + rp, tf + gf + rf
   }'
 if ((${#failed[@]})); then
+  # CI keeps only the end of the output: name each failing test here, not just its stage.
+  sed 's/\x1b\[[0-9;]*m//g' "${log}" |
+    grep -E '(FAIL |×|--- FAIL|\.\.\. FAILED|error TS[0-9]+|^\s*[0-9]+:[0-9]+ +error )' |
+    sort -u | head -n 60 | sed 's/^/[test] failing: /' >&2 || true
   printf '[test] failed: %s\n' "${failed[@]}" >&2
   exit 1
 fi
