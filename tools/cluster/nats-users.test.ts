@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { connectNats } from "@shoal/jetstream";
+import { connectNats, ensureWorkStream } from "@shoal/jetstream";
 import { ADAPTER_INDEX_BUCKET } from "@shoal/adapters";
 import { RESIDENCY_BUCKET } from "@shoal/residency";
 import { createLogger } from "@shoal/telemetry";
@@ -163,5 +163,17 @@ describe("NATS users", { timeout: 30_000 }, () => {
     await (await new Kvm(keys).open(TENANTS_BUCKET)).create("tenant.probe", "{}");
     await refused(new Kvm(keys).open(RESIDENCY_BUCKET).then((kv) => kv.get("replica.local.m")));
     await publishRefused(keys, "shoal.work.v1.m.b16");
+  });
+
+  it("a service started before the bootstrap says which stream is missing and who makes it", async () => {
+    const logger = createLogger({ service: "test", level: "warn" });
+    await (await jsmOf(await as("bootstrap"))).streams.delete("SHOAL_WORK");
+    try {
+      await expect(ensureWorkStream(await jsmOf(await as("ingress")))).rejects.toThrow(
+        /stream SHOAL_WORK does not exist and could not be made .*the NATS bootstrap makes it/,
+      );
+    } finally {
+      await bootstrapNats(await as("bootstrap"), logger);
+    }
   });
 });

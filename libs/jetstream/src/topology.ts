@@ -165,13 +165,10 @@ async function ensureWorkConsumer(
 }
 
 /**
- * Creates a stream, or brings an existing one to `config` (every Shoal process may start
- * first). One that already matches is left alone, so a service whose NATS user may only read
- * stream info starts against a stream the bootstrap step made (docs/security.md).
- */
-/**
- * Creates the stream, or updates it where it differs from `config`. Replicas are the
- * operator's (the NATS bootstrap sets them from SHOAL_STREAM_REPLICAS): a service that does not
+ * Creates the stream, or updates it where it differs from `config` (every Shoal process may
+ * start first). One that already matches is left alone, so a service whose NATS user may only
+ * read stream info starts against a stream the bootstrap made (docs/security.md). Replicas are
+ * the operator's (the bootstrap sets them from SHOAL_STREAM_REPLICAS): a service that does not
  * name them creates the stream with one and leaves an existing stream's count alone.
  */
 async function ensureStream(
@@ -185,7 +182,15 @@ async function ensureStream(
     if (differs(current.config, wanted)) await jsm.streams.update(config.name, wanted);
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    await jsm.streams.add({ ...config, num_replicas: replicas ?? 1 });
+    await jsm.streams.add({ ...config, num_replicas: replicas ?? 1 }).catch((cause: unknown) => {
+      // A service under its own NATS user may not make streams: it was started before the
+      // bootstrap (a first Helm install), and says so instead of exiting with a timeout.
+      throw new Error(
+        `stream ${config.name} does not exist and could not be made (${String(cause)}); ` +
+          "where services run as their own NATS users the NATS bootstrap makes it: run it first",
+        { cause },
+      );
+    });
   }
 }
 
