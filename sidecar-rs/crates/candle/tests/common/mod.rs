@@ -5,6 +5,8 @@
 #[path = "../../../../test-support/minilm.rs"]
 mod minilm;
 pub use minilm::minilm_dir;
+#[path = "../../../../test-support/fixtures.rs"]
+mod fixtures;
 
 use std::path::PathBuf;
 
@@ -13,8 +15,7 @@ use shoal_sidecar_core::DeviceSpec;
 
 /// The reference outputs made by `tools/reference/make_minilm_fixture.py`.
 pub fn fixture_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures/all-minilm-l6-v2.json")
+    fixtures::reference_fixtures().join("all-minilm-l6-v2.json")
 }
 
 pub fn load_minilm() -> CandleBackend {

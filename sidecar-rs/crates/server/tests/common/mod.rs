@@ -5,6 +5,8 @@
 #[path = "../../../../test-support/minilm.rs"]
 mod minilm;
 pub use minilm::minilm_dir;
+#[path = "../../../../test-support/fixtures.rs"]
+pub mod fixtures;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
