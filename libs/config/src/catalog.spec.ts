@@ -160,6 +160,57 @@ describe("compileCatalog", () => {
   });
 });
 
+describe("compileCatalog with a model on a remote engine", () => {
+  const remote = { kind: "openai", url: "http://10.0.0.7:8000", remoteModel: "smol" };
+  const chat = {
+    id: "remote/smol",
+    key: "remote-smol",
+    family: "generator",
+    dimensions: 0,
+    maxInputTokens: 2048,
+    source: remote,
+  };
+  const compile = (source: Record<string, unknown>, entry: Record<string, unknown> = chat) =>
+    compileCatalog({ models: [{ ...entry, source }] }, { modelsDir: "/m" });
+
+  it("reads its url, remote name, key variable and timeout", () => {
+    const source = {
+      ...remote,
+      url: "http://gpu-3:8000/engine",
+      apiKeyEnv: "VLLM_KEY",
+      timeoutMs: 5000,
+    };
+    expect(compile(source).models[0]?.source).toEqual(source);
+    expect(compile(remote).models[0]?.source).toEqual(remote);
+  });
+
+  it.each([
+    ["an https url", { url: "https://x:8000" }, /url must be http:\/\//],
+    ["a url ending in /v1", { url: "http://x:8000/v1" }, /without \/v1/],
+    ["credentials in the url", { url: "http://u:p@x:8000" }, /credentials/],
+    ["no remote model", { remoteModel: undefined }, /remoteModel/],
+    ["the key itself", { apiKey: "sk-1" }, /apiKeyEnv instead/],
+    ["a key variable that is not a name", { apiKeyEnv: "my key" }, /environment variable/],
+    ["a zero timeout", { timeoutMs: 0 }, /timeoutMs/],
+    ["a timeout over an hour", { timeoutMs: 3_600_001 }, /timeoutMs/],
+  ])("rejects %s", (_name, fields, message) => {
+    expect(() => compile({ ...remote, ...fields })).toThrow(ConfigError);
+    expect(() => compile({ ...remote, ...fields })).toThrow(message);
+  });
+
+  it("refuses families the backend cannot serve, and alternatives", () => {
+    expect(() => compile(remote, { ...chat, family: "reranker" })).toThrow(
+      /serves embedding and generator models, not reranker/,
+    );
+    expect(() =>
+      compileCatalog(
+        { models: [{ ...chat, source: undefined, sources: [remote, minilm.source] }] },
+        { modelsDir: "/m" },
+      ),
+    ).toThrow(/openai source cannot have alternatives/);
+  });
+});
+
 describe("restrictCatalog", () => {
   const catalog = compileCatalog(
     {

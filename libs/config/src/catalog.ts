@@ -2,7 +2,10 @@ import { readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import type { BundleSource, ConfigBundle } from "./bundle.js";
 import { ConfigError } from "./errors.js";
+import { intInRange } from "./values.js";
+import { compileEmbeddingPrompts, type EmbeddingPrompts } from "./embedding-prompts.js";
 import { compileMatryoshkaDimensions } from "./matryoshka.js";
+import { compileSamplingDefaults, type SamplingDefaults } from "./sampling-defaults.js";
 import {
   compileMemoryBytes,
   compileServing,
@@ -55,7 +58,25 @@ export type ModelSource =
       readonly baseUrl: string;
       /** `gguf` weights only: the `.gguf` file under `baseUrl`, fetched as `model.gguf`. */
       readonly file?: string;
-    };
+    }
+  | OpenAiSource;
+
+/**
+ * A model served by an OpenAI-compatible engine (vLLM, SGLang, llama.cpp's server) instead of
+ * from files: workers load it on their sidecar's `openai` backend (docs/external-runtime.md),
+ * which forwards each batch or sequence there, and pull and batch its work like any other.
+ */
+export interface OpenAiSource {
+  readonly kind: "openai";
+  /** `http://host[:port][/prefix]`, without `/v1`. */
+  readonly url: string;
+  /** The name the server lists in `GET /v1/models`. */
+  readonly remoteModel: string;
+  /** The environment variable (of the worker) holding the server's API key, never the key. */
+  readonly apiKeyEnv?: string;
+  /** Longest wait to connect and for each read, ms. @default the sidecar's (60 s) */
+  readonly timeoutMs?: number;
+}
 
 export interface ModelEntry {
   /** Public id clients send, e.g. `sentence-transformers/all-MiniLM-L6-v2`. */
@@ -74,6 +95,8 @@ export interface ModelEntry {
   readonly dimensions: number;
   /** Narrower widths the model was trained to be truncated to; see `compileMatryoshkaDimensions`. */
   readonly matryoshkaDimensions?: readonly number[] | undefined;
+  /** Embedding models: named instruction prefixes requests pick with `prompt_name`. */
+  readonly prompts?: EmbeddingPrompts | undefined;
   readonly maxInputTokens: number;
   /** Kept resident on some worker at all times: the model-loader never evicts it. */
   readonly pinned: boolean;
@@ -96,6 +119,8 @@ export interface ModelEntry {
    * this model over it; `{}` from {@link compileCatalog} when neither sets any.
    */
   readonly serving?: ServingDefaults;
+  /** Generators: what a request that leaves a sampling field out is sampled with. */
+  readonly sampling?: SamplingDefaults | undefined;
   /** Parameters used when the model is loaded on a simulated sidecar. */
   readonly sim?: SimModelParams | undefined;
   /** Local directory holding (or about to hold) the model files. */
@@ -176,6 +201,11 @@ function compileEntry(raw: unknown, where: string, options: CatalogOptions): Mod
   const weights = compileWeights(raw, family, where);
   const sources = compileSources(raw, weights, where);
   const source = sources[0] as ModelSource;
+  if (source.kind === "openai" && family !== "embedding" && family !== "generator") {
+    throw new ConfigError(
+      `${where}.source: an openai engine serves embedding and generator models, not ${family}`,
+    );
+  }
   const baseDir = options.baseDir ?? process.cwd();
   const dir =
     source.kind === "dir"
@@ -194,6 +224,12 @@ function compileEntry(raw: unknown, where: string, options: CatalogOptions): Mod
       int(field(raw, "dimensions", where), `${where}.dimensions`, 0),
       `${where}.matryoshkaDimensions`,
     ),
+    prompts: compileEmbeddingPrompts(
+      (raw as Record<string, unknown>)["prompts"],
+      (raw as Record<string, unknown>)["defaultPrompt"],
+      family,
+      where,
+    ),
     maxInputTokens: int(field(raw, "maxInputTokens", where), `${where}.maxInputTokens`, 1),
     pinned: optionalBool(raw, "pinned", where) ?? false,
     source,
@@ -206,6 +242,11 @@ function compileEntry(raw: unknown, where: string, options: CatalogOptions): Mod
       ...compileServing((raw as Record<string, unknown>)["serving"], `${where}.serving`),
       ...options.bundle?.bundle.models.get(id),
     },
+    sampling: compileSamplingDefaults(
+      (raw as Record<string, unknown>)["sampling"],
+      family,
+      `${where}.sampling`,
+    ),
     sim: compileSim((raw as Record<string, unknown>)["sim"], `${where}.sim`),
     dir,
   };
@@ -240,6 +281,10 @@ function compileSources(raw: unknown, weights: WeightsFormat, where: string): Mo
   // The local directory is where fetched files go; a `dir` source is used in place instead.
   if (sources.some((s) => s.kind === "dir") && sources.length > 1) {
     throw new ConfigError(`${where}.sources: a dir source cannot have alternatives`);
+  }
+  // A remote engine is not files that another source could hold instead.
+  if (sources.some((s) => s.kind === "openai") && sources.length > 1) {
+    throw new ConfigError(`${where}.sources: an openai source cannot have alternatives`);
   }
   return sources;
 }
@@ -279,8 +324,10 @@ function compileSource(raw: unknown, weights: WeightsFormat, where: string): Mod
         baseUrl: str(field(raw, "baseUrl", where), `${where}.baseUrl`),
         ...ggufFile(raw, weights, where),
       };
+    case "openai":
+      return compileOpenAiSource(raw, where);
     default:
-      throw new ConfigError(`${where}.kind must be dir, pypi, hub or url, got "${kind}"`);
+      throw new ConfigError(`${where}.kind must be dir, pypi, hub, url or openai, got "${kind}"`);
   }
 }
 
@@ -349,5 +396,41 @@ export function restrictCatalog(catalog: Catalog, names: readonly string[]): Cat
     find: (id) => models.find((m) => m.id === id),
     byKey: (key) => models.find((m) => m.key === key),
     bundle: catalog.bundle,
+  };
+}
+
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+
+function compileOpenAiSource(raw: unknown, where: string): OpenAiSource {
+  const url = str(field(raw, "url", where), `${where}.url`);
+  if (!/^http:\/\/[^/@\s]+(\/\S*)?$/.test(url) || /\/v1\/?$/.test(url)) {
+    throw new ConfigError(
+      `${where}.url must be http://host[:port][/prefix] without /v1 or credentials, got "${url}"`,
+    );
+  }
+  const values = raw as Record<string, unknown>;
+  const apiKeyEnv = values["apiKeyEnv"];
+  if (apiKeyEnv !== undefined && (typeof apiKeyEnv !== "string" || !ENV_NAME.test(apiKeyEnv))) {
+    throw new ConfigError(`${where}.apiKeyEnv must name an environment variable`);
+  }
+  if (values["apiKey"] !== undefined) {
+    throw new ConfigError(`${where}.apiKey: name the variable that holds it in apiKeyEnv instead`);
+  }
+  const timeoutMs = values["timeoutMs"];
+  return {
+    kind: "openai",
+    url,
+    remoteModel: str(field(raw, "remoteModel", where), `${where}.remoteModel`),
+    ...(apiKeyEnv === undefined ? {} : { apiKeyEnv }),
+    ...(timeoutMs === undefined
+      ? {}
+      : {
+          timeoutMs: intInRange(
+            `${where}.timeoutMs`,
+            typeof timeoutMs === "number" ? timeoutMs : Number.NaN,
+            1,
+            3_600_000,
+          ),
+        }),
   };
 }

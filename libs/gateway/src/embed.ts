@@ -7,6 +7,7 @@ import type { ModelAccess } from "./access.js";
 import { InternalError } from "./errors.js";
 import type { BlobOffload, StoredBlob } from "./offload.js";
 import type { Submitted, TaskCall, WorkTask } from "./submission.js";
+import { withPrompt } from "./embedding-prompt.js";
 import { validateEmbed, validateTokenInputs, type EmbedLimits } from "./validate.js";
 
 /** Inputs of one answered request that calibrate the model's token estimate. */
@@ -22,6 +23,8 @@ export interface EmbedCall {
   readonly tokenInputs?: readonly (readonly number[])[];
   /** @default true */
   readonly truncate?: boolean;
+  /** Which of the model's instruction prefixes goes before each text input (`withPrompt`). */
+  readonly promptName?: string | undefined;
   readonly priority?: Priority;
   /** Time the client allows, from its own deadline; clamped to `maxTimeoutMs`. */
   readonly timeoutMs?: number;
@@ -82,10 +85,12 @@ export interface EmbedDeps {
  */
 export async function embedRequest(
   deps: EmbedDeps,
-  call: EmbedCall,
+  request: EmbedCall,
   ctx: Context,
 ): Promise<EmbedOutcome> {
   const started = performance.now();
+  const access = deps.access(request.caller);
+  const call = withPrompt(access.model(request.model), request, request.promptName);
   const tokenInputs = call.tokenInputs ?? [];
   const { offload, limits } = deps;
   // Anything too large for the queue goes to the blob store, so no input size between the
@@ -95,7 +100,6 @@ export async function embedRequest(
       offload !== undefined &&
       (text.length > limits.maxInputChars || Buffer.byteLength(text) > offload.thresholdBytes),
   );
-  const access = deps.access(call.caller);
   const model =
     tokenInputs.length > 0
       ? validateTokenInputs(access, call.model, tokenInputs, limits)

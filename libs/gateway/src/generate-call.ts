@@ -3,7 +3,7 @@ import {
   parseModelReference,
   type AdapterReference,
 } from "@shoal/adapters";
-import type { ModelEntry } from "@shoal/config";
+import { SAMPLING_RANGES, type ModelEntry } from "@shoal/config";
 import type { Priority } from "@shoal/proto";
 import type { Principal } from "@shoal/tenants";
 import type { ModelAccess } from "./access.js";
@@ -26,9 +26,12 @@ export interface GenerateCall {
   readonly n?: number;
   /** @default the sidecar's (256) */
   readonly maxTokens?: number;
+  /** Unset sampling fields take the model's defaults (its catalog entry's `sampling`). */
   readonly temperature?: number;
   readonly topP?: number;
   readonly topK?: number;
+  readonly minP?: number;
+  readonly repetitionPenalty?: number;
   readonly seed?: number;
   readonly stop?: readonly string[];
   readonly priority?: Priority;
@@ -105,8 +108,10 @@ export function validateGenerate(
   if (call.messages !== undefined) checkMessages(call.messages, limits);
   intIn("n", call.n, 1, limits.maxN);
   intIn("max_tokens", call.maxTokens, 1, limits.maxTokens);
-  numberIn("temperature", call.temperature, 0, 2, false);
-  numberIn("top_p", call.topP, 0, 1, true);
+  numberIn("temperature", call.temperature, SAMPLING_RANGES.temperature);
+  numberIn("top_p", call.topP, SAMPLING_RANGES.topP);
+  numberIn("min_p", call.minP, SAMPLING_RANGES.minP);
+  numberIn("repetition_penalty", call.repetitionPenalty, SAMPLING_RANGES.repetitionPenalty);
   intIn("top_k", call.topK, 0, 1_000_000);
   intIn("seed", call.seed, 0, MAX_SEED);
   if (call.stop !== undefined) {
@@ -158,9 +163,7 @@ function intIn(name: string, value: number | undefined, min: number, max: number
 function numberIn(
   name: string,
   value: number | undefined,
-  min: number,
-  max: number,
-  minExclusive: boolean,
+  { min, max, minExclusive }: { min: number; max: number; minExclusive: boolean },
 ): void {
   if (value === undefined) return;
   const low = minExclusive ? value <= min : value < min;

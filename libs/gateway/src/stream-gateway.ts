@@ -222,9 +222,13 @@ export class StreamGateway {
                   },
                 },
           sampling: {
-            temperature: call.temperature,
-            topP: call.topP,
-            topK: call.topK,
+            // What the request leaves out, the model's catalog defaults fill: an instruct
+            // model's tuned temperature rather than the sidecar's 1.
+            temperature: call.temperature ?? model.sampling?.temperature,
+            topP: call.topP ?? model.sampling?.topP,
+            topK: call.topK ?? model.sampling?.topK,
+            minP: call.minP ?? model.sampling?.minP,
+            repetitionPenalty: call.repetitionPenalty ?? model.sampling?.repetitionPenalty,
             seed: call.seed === undefined ? undefined : BigInt(call.seed),
             maxTokens: call.maxTokens,
             stop: [...(call.stop ?? [])],

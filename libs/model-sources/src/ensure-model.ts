@@ -30,6 +30,8 @@ const inFlight = new Map<string, Promise<string>>();
  *
  * - `dir` sources are only checked (required files present, non-empty, JSON and safetensors
  *   well-formed, GGUF with its magic), never written to.
+ * - `openai` sources have no files: the model lives on the remote engine, which the sidecar
+ *   checks when it loads the model, so nothing is fetched or checked here.
  * - Other sources are fetched into a staging directory beside `entry.dir`, validated, given a
  *   completion marker and renamed into place. A directory without a valid marker for this
  *   source is replaced; one with a valid marker is returned without touching the source.
@@ -68,6 +70,7 @@ export async function ensureModel(
 
 async function ensure(entry: ModelEntry, options: CompiledEnsureModelOptions): Promise<string> {
   const logger = options.logger?.child({ model: entry.id });
+  if (entry.source.kind === "openai") return entry.dir;
   const layout = modelLayout(entry.weights);
   if (entry.source.kind === "dir") {
     await verifyDir(entry, layout);
@@ -160,7 +163,9 @@ async function fetchInto(
   // A GGUF source names its one file (repositories hold one per quantization); it is stored
   // under the layout's name all the same.
   const remote = (file: string): string =>
-    file === GGUF_FILE && source.kind !== "dir" ? (source.file ?? file) : file;
+    file === GGUF_FILE && (source.kind === "hub" || source.kind === "url")
+      ? (source.file ?? file)
+      : file;
   const files: MarkerFile[] = [];
   for (const [file, optional] of [
     ...layout.required.map((name) => [name, false] as const),

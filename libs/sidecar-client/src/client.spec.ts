@@ -219,6 +219,50 @@ describe("SidecarClient requests", () => {
     expect(half).toEqual({ id: 5, op: "load", model: "half", path: "/models/m", dtype: "f16" });
   });
 
+  it("sends an openai model's remote in snake_case, with no path and no unset keys", async () => {
+    peer.onRequest = (req, p) => {
+      p.send({
+        id: req.id,
+        ok: true,
+        model: req.model,
+        family: "generate",
+        dim: 0,
+        max_input_tokens: 2048,
+        memory_bytes: 0,
+        load_us: 1,
+      });
+    };
+    const remote = {
+      url: "http://10.0.0.5:8000",
+      remoteModel: "smol",
+      family: "generate",
+    } as const;
+    await client.load("keyed", undefined, {
+      backend: "openai",
+      openai: { ...remote, apiKey: "sk-1", remoteTimeoutMs: 5000 },
+    });
+    await client.load("bare", undefined, { backend: "openai", openai: remote });
+    const [keyed, bare] = peer.requests;
+    expect(keyed).toEqual({
+      id: 1,
+      op: "load",
+      model: "keyed",
+      backend: "openai",
+      openai: {
+        url: "http://10.0.0.5:8000",
+        remote_model: "smol",
+        family: "generate",
+        api_key: "sk-1",
+        timeout_ms: 5000,
+      },
+    });
+    expect(Object.keys((bare?.openai as object | undefined) ?? {}).sort()).toEqual([
+      "family",
+      "remote_model",
+      "url",
+    ]);
+  });
+
   it("accepts the sim backend in health", async () => {
     peer.onRequest = (req, p) => {
       p.send({ id: req.id, ok: true, version: "0.1.0", backend: "sim", device: "cpu" });

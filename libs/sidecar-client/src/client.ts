@@ -68,7 +68,7 @@ export interface EmbedRequest extends CallOptions {
 }
 
 /** Runtimes a model can be loaded on; see {@link LoadOptions.backend}. */
-export type LoadBackend = "candle" | "sim";
+export type LoadBackend = "candle" | "sim" | "openai";
 
 /**
  * Parameters of a simulated model (docs/simulated-backend.md). Every field is optional and
@@ -95,6 +95,23 @@ export interface SimLoadOptions {
   readonly perPaddedTokenNs?: number;
 }
 
+/**
+ * Where an `openai` model's remote engine is (docs/external-runtime.md); the sidecar checks it
+ * lists `remoteModel` and runs one probe before it answers the load.
+ */
+export interface OpenAiLoadOptions {
+  /** `http://host[:port][/prefix]`, without `/v1`. */
+  readonly url: string;
+  /** The name the remote lists in `GET /v1/models`. */
+  readonly remoteModel: string;
+  /** `embedding` through `/v1/embeddings`, `generate` through streamed completions. */
+  readonly family: "embedding" | "generate";
+  /** Sent as `Authorization: Bearer`; the sidecar never logs it. */
+  readonly apiKey?: string;
+  /** Longest wait to connect and for each read from the remote, ms. @default 60000 */
+  readonly remoteTimeoutMs?: number;
+}
+
 /** Options of {@link SidecarClient.load}. */
 export interface LoadOptions extends CallOptions {
   /**
@@ -104,6 +121,8 @@ export interface LoadOptions extends CallOptions {
   readonly backend?: LoadBackend;
   /** Simulated-model parameters; only valid when the model is loaded on `sim`. */
   readonly sim?: SimLoadOptions;
+  /** The remote engine; required with backend `openai`, which then takes no `path`. */
+  readonly openai?: OpenAiLoadOptions;
   /**
    * Candle only: expand a GGUF generator's quantized matrices to f32 at load (about 6× the
    * memory of Q4_1; transformers' numerics instead of llama.cpp's).
@@ -136,6 +155,17 @@ function simFields(sim: SimLoadOptions): Record<string, unknown> {
     fixed_us: sim.fixedUs,
     per_sequence_us: sim.perSequenceUs,
     per_padded_token_ns: sim.perPaddedTokenNs,
+  };
+}
+
+/** The wire form of {@link OpenAiLoadOptions}. */
+function openAiFields(openai: OpenAiLoadOptions): Record<string, unknown> {
+  return {
+    url: openai.url,
+    remote_model: openai.remoteModel,
+    family: openai.family,
+    api_key: openai.apiKey,
+    timeout_ms: openai.remoteTimeoutMs,
   };
 }
 
@@ -279,6 +309,7 @@ export class SidecarClient {
       path,
       backend: options?.backend,
       sim: options?.sim === undefined ? undefined : simFields(options.sim),
+      openai: options?.openai === undefined ? undefined : openAiFields(options.openai),
       dequantize: options?.dequantize,
       dtype: options?.dtype,
       threads: options?.threads,

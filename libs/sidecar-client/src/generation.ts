@@ -24,6 +24,8 @@ export interface GenerateRequest extends CallOptions {
   readonly temperature?: number;
   readonly topP?: number;
   readonly topK?: number;
+  readonly minP?: number;
+  readonly repetitionPenalty?: number;
   readonly seed?: number;
   readonly stop?: readonly string[];
   /** A LoRA adapter loaded with {@link SidecarClient.loadAdapter}; unset runs the base model. */
@@ -58,6 +60,8 @@ export function generateFields(request: GenerateRequest): Record<string, unknown
     temperature: request.temperature,
     top_p: request.topP,
     top_k: request.topK,
+    min_p: request.minP,
+    repetition_penalty: request.repetitionPenalty,
     seed: request.seed,
     stop: request.stop,
     adapter: request.adapter,

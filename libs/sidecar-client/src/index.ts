@@ -1,5 +1,11 @@
 export type { CallOptions } from "./call-options.js";
-export type { EmbedRequest, LoadBackend, LoadOptions, SimLoadOptions } from "./client.js";
+export type {
+  EmbedRequest,
+  LoadBackend,
+  LoadOptions,
+  OpenAiLoadOptions,
+  SimLoadOptions,
+} from "./client.js";
 export { SidecarClient } from "./client.js";
 export { toFloat32Array } from "./float32.js";
 export type {

@@ -3,12 +3,15 @@ import { join } from "node:path";
 import { compileCatalog, modelsDir, type Catalog } from "@shoal/config";
 import { minilmDir, repoRoot, smollm2Dir } from "./paths.js";
 
+/** The catalog file the cluster ships, as written. */
+function defaultCatalogDocument(): { models: Record<string, unknown>[] } {
+  const path = join(repoRoot(), "deploy", "catalog", "default.json");
+  return JSON.parse(readFileSync(path, "utf8")) as { models: Record<string, unknown>[] };
+}
+
 /** The catalog the cluster ships (`deploy/catalog/default.json`), against this machine's cache. */
 export function defaultCatalog(): Catalog {
-  const path = join(repoRoot(), "deploy", "catalog", "default.json");
-  return compileCatalog(JSON.parse(readFileSync(path, "utf8")), {
-    modelsDir: modelsDir(process.env),
-  });
+  return compileCatalog(defaultCatalogDocument(), { modelsDir: modelsDir(process.env) });
 }
 
 /**
@@ -86,19 +89,10 @@ export const SMOLLM2_SHAPE = Object.freeze({
  * start workers as processes and so need it as a file (`SHOAL_CATALOG`).
  */
 export function smollm2CatalogDocument(): { models: object[] } {
-  return {
-    models: [
-      {
-        id: SMOLLM2,
-        key: "smollm2-135m-instruct",
-        family: "generator",
-        weights: "gguf",
-        dimensions: 0,
-        maxInputTokens: 8192,
-        source: { kind: "dir", path: smollm2Dir() },
-      },
-    ],
-  };
+  // The shipped entry (its sampling defaults included), read from the local cache.
+  const shipped = defaultCatalogDocument().models.find((m) => m["id"] === SMOLLM2);
+  if (shipped === undefined) throw new Error(`the shipped catalog no longer lists ${SMOLLM2}`);
+  return { models: [{ ...shipped, source: { kind: "dir", path: smollm2Dir() } }] };
 }
 
 /** {@link smollm2CatalogDocument}, compiled. */

@@ -11,6 +11,7 @@ export type { JaegerHandle } from "./jaeger.js";
 export { startJaeger } from "./jaeger.js";
 export {
   jaegerBinary,
+  llamaPython,
   minilmDir,
   natsServerBinary,
   repoRoot,
@@ -20,6 +21,8 @@ export {
   smollm2Dir,
   smollm2Gguf,
 } from "./paths.js";
+export type { LlamaServerHandle, LlamaServerOptions } from "./llama-server.js";
+export { startLlamaServer } from "./llama-server.js";
 export type { SidecarHandle, SidecarOptions } from "./sidecar.js";
 export { startSidecar } from "./sidecar.js";
 export { tempDir } from "./temp-dir.js";

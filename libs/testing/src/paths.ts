@@ -56,6 +56,20 @@ export function sidecarBinary(): string {
   return executable("shoal-sidecar binary", path, "SHOAL_SIDECAR_BIN");
 }
 
+/**
+ * The Python of llama-cpp-python's venv, whose `llama_cpp.server` is the OpenAI-compatible
+ * engine external-runtime tests run: `SHOAL_LLAMA_PYTHON`, else
+ * `$SHOAL_HOME/venv-llama/bin/python` (tools/setup/llama-cpp-python.sh).
+ */
+export function llamaPython(): string {
+  const path = env("SHOAL_LLAMA_PYTHON") ?? join(shoalHomePath(), "venv-llama", "bin", "python");
+  return executable(
+    "llama-cpp-python (tools/setup/llama-cpp-python.sh)",
+    path,
+    "SHOAL_LLAMA_PYTHON",
+  );
+}
+
 /** Files the sidecar needs to load a sentence-transformers model. */
 const MODEL_FILES = ["config.json", "tokenizer.json", "model.safetensors"] as const;
 

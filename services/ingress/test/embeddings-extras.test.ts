@@ -10,10 +10,11 @@ import { run, type RunningIngress } from "../src/run.js";
 import { cosine, norm } from "./support/fixture.js";
 import { MINILM, startCluster, type TestCluster } from "./support/cluster.js";
 
-// `dimensions` and token-id input on /v1/embeddings. MiniLM is not Matryoshka-trained, so the
-// shipped catalog refuses `dimensions` for it; a second ingress over the same cluster reads a
-// catalog that marks it truncatable, which exercises the truncation path with real vectors
-// (the arithmetic is the same for a model that is trained for it).
+// `dimensions`, `prompt_name` and token-id input on /v1/embeddings. MiniLM is not
+// Matryoshka-trained and has no instruction prompts, so the shipped catalog refuses both for it;
+// a second ingress over the same cluster reads a catalog that marks it truncatable and gives it
+// e5's prompts, which exercises those paths with real vectors (the arithmetic is the same for a
+// model that is trained for them).
 
 let cluster: TestCluster;
 let matryoshka: RunningIngress;
@@ -26,7 +27,13 @@ beforeAll(async () => {
   ) as { models: Record<string, unknown>[] };
   const marked = {
     models: shipped.models.map((m) =>
-      m["id"] === MINILM ? { ...m, matryoshkaDimensions: [128, 256] } : m,
+      m["id"] === MINILM
+        ? {
+            ...m,
+            matryoshkaDimensions: [128, 256],
+            prompts: { query: "query: ", passage: "passage: " },
+          }
+        : m,
     ),
   };
   matryoshka = await run({
@@ -111,6 +118,49 @@ describe("dimensions", () => {
     const res = await allowed.embeddings.create({ model: MINILM, input: ["x"], dimensions: 256 });
     expect(res.data[0]?.embedding).toHaveLength(256);
     expect(norm(res.data[0]?.embedding ?? [])).toBeCloseTo(1, 5);
+  });
+});
+
+describe("prompt_name", () => {
+  it("puts the named instruction before each input, as if the client had", async () => {
+    const prompted = (await embed(matryoshkaUrl(), {
+      model: MINILM,
+      input: ["coral reefs", "tides"],
+      prompt_name: "query",
+    })) as { status: number; body: Answer };
+    const written = (await embed(matryoshkaUrl(), {
+      model: MINILM,
+      input: ["query: coral reefs", "query: tides"],
+    })) as { status: number; body: Answer };
+    const bare = (await embed(matryoshkaUrl(), { model: MINILM, input: ["coral reefs"] }))
+      .body as Answer;
+    expect(prompted.status).toBe(200);
+    expect(prompted.body.data.map((d) => d.embedding)).toEqual(
+      written.body.data.map((d) => d.embedding),
+    );
+    expect(prompted.body.usage.prompt_tokens).toBe(written.body.usage.prompt_tokens);
+    expect(
+      cosine(bare.data[0]?.embedding ?? [], prompted.body.data[0]?.embedding ?? []),
+    ).toBeLessThan(0.999);
+  });
+
+  it("refuses a prompt the model lacks, naming those it has, and any for a model with none", async () => {
+    const unknown = await embed(matryoshkaUrl(), {
+      model: MINILM,
+      input: ["x"],
+      prompt_name: "document",
+    });
+    expect(unknown.status).toBe(400);
+    expect((unknown.body as { error: { message: string } }).error.message).toMatch(
+      /has the prompts query, passage; got "document"/,
+    );
+    const none = await embed(cluster.baseUrl, {
+      model: MINILM,
+      input: ["x"],
+      prompt_name: "query",
+    });
+    expect(none.status).toBe(400);
+    expect((none.body as { error: { message: string } }).error.message).toMatch(/has no prompts/);
   });
 });
 

@@ -56,6 +56,16 @@ describe("@grpc/grpc-js client", () => {
     stub.close();
   });
 
+  it("gets INVALID_ARGUMENT for a prompt_name the model does not have", async () => {
+    const stub = inferenceStub(cluster.baseUrl);
+    const err = await grpcError(
+      unary(stub, "Embed", { model: MINILM, inputs: ["x"], promptName: "query" }),
+    );
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(decodeURIComponent(err.details)).toMatch(/has no prompts/);
+    stub.close();
+  });
+
   it("lists the catalog with ListModels", async () => {
     const stub = inferenceStub(cluster.baseUrl);
     const res = await unary<{ models: { id: string; family: string; dimensions: number }[] }>(

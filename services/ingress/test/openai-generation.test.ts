@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import OpenAI, { APIError, BadRequestError, NotFoundError } from "openai";
 import type { ModelStats } from "@shoal/sidecar-client";
+import { repoRoot } from "@shoal/testing";
 import { collectStream, inferenceStub } from "./support/grpc-js.js";
 import { runPytest } from "./support/pytest.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -172,6 +175,38 @@ describe("chat completions with the openai npm SDK", { timeout: 240_000 }, () =>
   });
 });
 
+describe("the README's chat example", { timeout: 240_000 }, () => {
+  // The request as the README's curl sends it, read from the README itself: no temperature, so
+  // the model's catalog defaults decide whether the first thing a user tries makes sense.
+  const readme = readFileSync(join(repoRoot(), "README.md"), "utf8");
+  const curl = /curl -s localhost:8080\/v1\/chat\/completions[^\n]*\n\s*-d '([^']+)'/.exec(readme);
+  const COLORS =
+    /\b(red|orange|yellow|green|blue|indigo|violet|purple|pink|black|white|brown|gr[ae]y)\b/gi;
+
+  it("gives a sensible answer in 10 tries of 10", async () => {
+    expect(curl?.[1]).toBeDefined();
+    const body = JSON.parse(curl?.[1] ?? "{}") as Record<string, unknown>;
+    expect(body["temperature"]).toBeUndefined();
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const res = await fetch(`${cluster.baseUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        expect(res.status).toBe(200);
+        const answer = (await res.json()) as { choices: { message: { content: string } }[] };
+        return answer.choices[0]?.message.content ?? "";
+      }),
+    );
+    for (const answer of answers) {
+      // Three colours asked for; at least two distinct ones named is a sensible answer.
+      const named = new Set((answer.match(COLORS) ?? []).map((c) => c.toLowerCase()));
+      expect(named.size, answer).toBeGreaterThanOrEqual(2);
+    }
+  });
+});
+
 describe("completions with the openai npm SDK", { timeout: 240_000 }, () => {
   it("completes a prompt, streamed and not, with the same greedy text", async () => {
     const prompt = "The capital of France is";
@@ -310,6 +345,13 @@ describe("bad input", { timeout: 60_000 }, () => {
       /`temperature` must be a number/,
     ],
     ["an unknown role", { messages: [{ role: "wizard", content: "x" }] }, /role must be one of/],
+    ["min_p out of range", { messages: MESSAGES, min_p: 1.5 }, /min_p must be in \[0, 1\]/],
+    [
+      "no repetition penalty",
+      { messages: MESSAGES, repetition_penalty: 0 },
+      /repetition_penalty must be in \(0, 2\]/,
+    ],
+    ["top_k of the wrong type", { messages: MESSAGES, top_k: "all" }, /`top_k` must be a number/],
   ])("refuses %s with 400 in OpenAI's shape", async (_what, body, message) => {
     const err = await rejection(
       client.chat.completions.create({ model: SMOLLM2, ...body } as never),

@@ -218,7 +218,8 @@ async function owned(
 }
 
 /**
- * The catalog model a `{base}` segment names, by key or id, which must be a generator.
+ * The catalog model a `{base}` segment names, by key or id, which must be a generator Shoal
+ * computes itself.
  *
  * @throws NotFoundError, BadRequestError
  */
@@ -229,6 +230,12 @@ function generatorBase(catalog: Catalog, base: string): ModelEntry {
   if (entry.family !== "generator") {
     throw new BadRequestError(
       `${entry.id} is a model of family ${entry.family}; adapters are for generator models`,
+    );
+  }
+  // The sidecar's openai backend forwards text only; the remote engine holds its own adapters.
+  if (entry.source.kind === "openai") {
+    throw new BadRequestError(
+      `${entry.id} is served by an external engine, which loads its own adapters`,
     );
   }
   return entry;

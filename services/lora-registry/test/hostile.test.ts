@@ -9,6 +9,7 @@ import {
   adapterArchive,
   call,
   MINILM_KEY,
+  REMOTE_KEY,
   SMOLLM2_KEY,
   startRegistry,
   upload,
@@ -228,6 +229,13 @@ describe("requests the registry refuses before reading a body", () => {
       400,
       "bad_request",
       "sentence-transformers/all-MiniLM-L6-v2 is a model of family embedding; adapters are for generator models",
+    ],
+    [
+      "a base on a remote engine",
+      `/v1/adapters/${REMOTE_KEY}/bot`,
+      400,
+      "bad_request",
+      "remote/chat is served by an external engine, which loads its own adapters",
     ],
     [
       "an upper-case name",

@@ -26,10 +26,13 @@ import { run, type LoraRegistryOptions, type RunningLoraRegistry } from "../src/
 export const SMOLLM2_ID = "HuggingFaceTB/SmolLM2-135M-Instruct";
 export const SMOLLM2_KEY = "smollm2-135m-instruct";
 export const MINILM_KEY = "all-minilm-l6-v2";
+export const REMOTE_KEY = "remote-chat";
 
 /**
  * The test catalog: SmolLM2 (the real Q4_1 GGUF from this machine's model cache) as the
- * generator base, and MiniLM as an embedding model adapters cannot be published for.
+ * generator base, and two models adapters cannot be published for: MiniLM, an embedding
+ * model, and a generator on a remote engine (which nothing here runs: the registry refuses it
+ * before contacting anything).
  */
 export function testCatalog(): Catalog {
   return compileCatalog(
@@ -43,6 +46,14 @@ export function testCatalog(): Catalog {
           dimensions: 384,
           maxInputTokens: 256,
           source: { kind: "dir", path: minilmDir() },
+        },
+        {
+          id: "remote/chat",
+          key: REMOTE_KEY,
+          family: "generator",
+          dimensions: 0,
+          maxInputTokens: 2048,
+          source: { kind: "openai", url: "http://127.0.0.1:9", remoteModel: "chat" },
         },
       ],
     },

@@ -3,7 +3,7 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SpanStatusCode, trace, type Context, type Tracer } from "@opentelemetry/api";
-import type { ModelEntry } from "@shoal/config";
+import type { ModelEntry, SamplingDefaults } from "@shoal/config";
 import { Headers, pull, type WorkMessage } from "@shoal/jetstream";
 import {
   ErrorCode,
@@ -42,6 +42,11 @@ export interface GenerationPullerOptions {
   readonly stream: string;
   readonly consumer: string;
   readonly model: ModelEntry;
+  /**
+   * What the checkpoint's generation_config.json sets, for the sampling fields that neither
+   * the request nor the catalog (whose defaults ingress already applied) set. @default none
+   */
+  readonly checkpointSampling?: SamplingDefaults;
   readonly sidecar: () => Promise<SidecarClient>;
   /**
    * Sequences decoding at once on this worker. The sidecar batches every sequence in flight
@@ -262,6 +267,7 @@ export class GenerationPuller {
             ...sidecarRequest(
               this.#o.model.key,
               task,
+              this.#o.checkpointSampling ?? {},
               index,
               traceparent,
               this.#o.sequenceIdleTimeoutMs,
@@ -436,6 +442,7 @@ function decodeGenerate(msg: WorkMessage): { item: WorkItem; task: GenerateTask 
 function sidecarRequest(
   model: string,
   task: GenerateTask,
+  defaults: SamplingDefaults,
   index: number,
   traceparent: string | undefined,
   timeoutMs: number,
@@ -449,9 +456,11 @@ function sidecarRequest(
     model,
     ...input,
     maxTokens: s?.maxTokens,
-    temperature: s?.temperature,
-    topP: s?.topP,
-    topK: s?.topK,
+    temperature: s?.temperature ?? defaults.temperature,
+    topP: s?.topP ?? defaults.topP,
+    topK: s?.topK ?? defaults.topK,
+    minP: s?.minP ?? defaults.minP,
+    repetitionPenalty: s?.repetitionPenalty ?? defaults.repetitionPenalty,
     seed: s?.seed === undefined ? undefined : Number(s.seed) + index,
     stop: s === undefined || s.stop.length === 0 ? undefined : s.stop,
     traceparent,

@@ -15,7 +15,7 @@ import {
 } from "@shoal/residency";
 import { SidecarError, type LoadOptions, type SidecarClient } from "@shoal/sidecar-client";
 import { extractContext, natsHeaderCarrier, traceparentOf, type Logger } from "@shoal/telemetry";
-import { loadOptionsFor } from "./load-options.js";
+import { loadOptionsFor, loadPath } from "./load-options.js";
 import type { ModelLoadRecord } from "./load-trace.js";
 import type { ResidencyMetrics } from "./residency-metrics.js";
 
@@ -172,7 +172,7 @@ export class ResidentModels {
       });
       const client = await this.#o.sidecar();
       const options = await this.loadOptions(client, entry);
-      const loaded = await client.load(entry.key, entry.dir, {
+      const loaded = await client.load(entry.key, loadPath(entry), {
         ...options,
         traceparent: traceparentOf(ctx),
       });

@@ -9,6 +9,7 @@ import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
 import { AdapterNotFoundError, AdapterStore } from "@shoal/adapters";
 import { openBlobStore, type BlobStoreSettings } from "@shoal/blobs";
 import { adaptersDir, type Catalog, type ModelEntry } from "@shoal/config";
+import { checkpointSampling } from "./checkpoint-sampling.js";
 import {
   DEFAULT_ACK_WAIT_MS,
   connectNats,
@@ -43,7 +44,7 @@ import { registerSidecarMetrics } from "./sidecar-metrics.js";
 import { LocalHandOff } from "./local-hand-off.js";
 import { ModelPuller } from "./model-puller.js";
 import { ResidentModels } from "./resident-models.js";
-import { loadOptionsFor } from "./load-options.js";
+import { loadOptionsFor, loadPath } from "./load-options.js";
 import type { ModelLoadRecord } from "./load-trace.js";
 import { servingSettings } from "./serving-settings.js";
 import { withComputeThreads } from "./compute-threads.js";
@@ -197,7 +198,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       for (const model of resident?.resident() ?? models) {
         const options = await (resident?.loadOptions(client, model) ??
           loadOptionsFor(client, model));
-        await client.load(model.key, model.dir, options);
+        await client.load(model.key, loadPath(model), options);
       }
       return { process, client };
     },
@@ -260,6 +261,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
         stream: source,
         consumer,
         model,
+        checkpointSampling: await checkpointSampling(model.dir, logger),
         sidecar: () => supervisor.client(),
         maxDeliver,
         progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),

@@ -45,6 +45,8 @@ export function generateCall(req: GenerateRequest, timeoutMs: number | undefined
     temperature: s?.temperature,
     topP: s?.topP,
     topK: s?.topK,
+    minP: s?.minP,
+    repetitionPenalty: s?.repetitionPenalty,
     seed: s?.seed === undefined ? undefined : Number(s.seed),
     stop: s === undefined || s.stop.length === 0 ? undefined : s.stop,
     priority: req.priority,

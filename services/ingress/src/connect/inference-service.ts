@@ -76,6 +76,7 @@ async function embed(
           {
             model: req.model,
             inputs: req.inputs,
+            promptName: req.promptName,
             ...callOptions(req, connectCall(ctx)),
           },
           traceCtx,

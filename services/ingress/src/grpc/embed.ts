@@ -80,6 +80,7 @@ export async function serveGrpcEmbed(
           {
             model: request.model,
             inputs: request.inputs,
+            promptName: request.promptName,
             ...callOptions(request, { timeoutMs, header: (name) => header(req, name), caller }),
           },
           ctx,

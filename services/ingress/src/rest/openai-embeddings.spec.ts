@@ -68,6 +68,17 @@ describe("parseEmbeddingsRequest input shapes", () => {
   ])("refuses %s", (_name, input) => {
     expect(() => parseEmbeddingsRequest({ model: "m", input })).toThrow(/`input` must be/);
   });
+  it("reads prompt_name, which must be a string", () => {
+    expect(
+      parseEmbeddingsRequest({ model: "m", input: "a", prompt_name: "query" }).call.promptName,
+    ).toBe("query");
+    expect(parseEmbeddingsRequest({ model: "m", input: "a" }).call).not.toHaveProperty(
+      "promptName",
+    );
+    expect(() => parseEmbeddingsRequest({ model: "m", input: "a", prompt_name: 1 })).toThrow(
+      "`prompt_name` must be a string",
+    );
+  });
 });
 
 describe("outputWidth", () => {

@@ -24,8 +24,8 @@ const INPUT_SHAPES =
 
 /**
  * Validates the OpenAI request shape. `input` may be text or token ids, as OpenAI accepts.
- * Shoal adds one optional field, `truncate` (default true), since OpenAI's API has no way to
- * ask for an error instead of silent truncation.
+ * Shoal adds two optional fields: `truncate` (default true), since OpenAI's API has no way to
+ * ask for an error instead of silent truncation, and `prompt_name`, as TEI takes it.
  */
 export function parseEmbeddingsRequest(body: unknown): OpenAIEmbeddingsRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body) || isBytes(body)) {
@@ -54,8 +54,18 @@ export function parseEmbeddingsRequest(body: unknown): OpenAIEmbeddingsRequest {
   ) {
     throw new InvalidArgumentError("`dimensions` must be a positive integer");
   }
+  const promptName = b["prompt_name"];
+  if (promptName !== undefined && typeof promptName !== "string") {
+    throw new InvalidArgumentError("`prompt_name` must be a string");
+  }
   return {
-    call: { model, inputs, truncate, ...(tokenInputs.length > 0 ? { tokenInputs } : {}) },
+    call: {
+      model,
+      inputs,
+      truncate,
+      ...(tokenInputs.length > 0 ? { tokenInputs } : {}),
+      ...(promptName === undefined ? {} : { promptName }),
+    },
     encodingFormat: format,
     single,
     ...(dimensions === undefined ? {} : { dimensions }),

@@ -141,6 +141,10 @@ function common(
     maxTokens: maxTokens === null ? undefined : numberField("max_tokens", maxTokens),
     temperature: optional(b, "temperature", "number"),
     topP: optional(b, "top_p", "number"),
+    // Not OpenAI's, but what vLLM and llama.cpp servers take beside its fields.
+    topK: optional(b, "top_k", "number"),
+    minP: optional(b, "min_p", "number"),
+    repetitionPenalty: optional(b, "repetition_penalty", "number"),
     seed: optional(b, "seed", "number"),
     stop: stops,
   };

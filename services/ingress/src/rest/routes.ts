@@ -113,7 +113,11 @@ async function embeddings(
     },
     (ctx) =>
       rc.gateway.embed(
-        { ...request.call, noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]), caller },
+        {
+          ...request.call,
+          noWait: wantsNoWait(req.headers[NO_WAIT_HEADER]),
+          caller,
+        },
         ctx,
       ),
   );

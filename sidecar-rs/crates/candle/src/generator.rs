@@ -5,7 +5,7 @@
 //! prompt, and the attention scores of one pass stay small.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ use crate::detokenize::Utf8Stream;
 use crate::gguf::Gguf;
 use crate::models::llama::{Chunk, GgufWeightMode, KvCache, Llama};
 use crate::models::lora::LoraAdapter;
-use crate::sampling::{Rng, sample};
+use crate::sampling::{Rng, penalize_repeats, sample};
 use crate::vocab::Vocab;
 use crate::weights::CountedSafetensors;
 
@@ -60,6 +60,8 @@ struct Sequence {
     generated: usize,
     max_tokens: usize,
     sampling: Sampling,
+    /// Tokens of the prompt and the output, kept only when a repetition penalty needs them.
+    seen: HashSet<u32>,
     rng: Rng,
     utf8: Utf8Stream,
     stop: StopFilter,
@@ -217,7 +219,15 @@ impl LlamaGenerator {
         // Ids past the tokenizer's vocabulary (padding rows of the embedding) print nothing
         // and must never be sampled.
         let usable = &logits[..self.vocab.len().min(logits.len())];
-        let token = sample(usable, &seq.sampling, &mut seq.rng);
+        let token = if seq.sampling.repetition_penalty == 1.0 {
+            sample(usable, &seq.sampling, &mut seq.rng)
+        } else {
+            let mut penalized = usable.to_vec();
+            penalize_repeats(&mut penalized, &seq.seen, seq.sampling.repetition_penalty);
+            let token = sample(&penalized, &seq.sampling, &mut seq.rng);
+            seq.seen.insert(token);
+            token
+        };
         seq.generated += 1;
         if self.vocab.eos.contains(&token) {
             return Outcome::Finished(self.finish(seq, FinishReason::Stop, true));
@@ -309,6 +319,11 @@ impl Generator for LlamaGenerator {
             });
         }
         let prompt_tokens = prompt.len();
+        let seen = if request.sampling.repetition_penalty == 1.0 {
+            HashSet::new()
+        } else {
+            prompt.iter().copied().collect()
+        };
         let seq = Sequence {
             cache: KvCache::default(),
             unread: prompt,
@@ -317,6 +332,7 @@ impl Generator for LlamaGenerator {
             max_tokens: request.max_tokens.max(1),
             rng: Rng::new(request.sampling.seed),
             sampling: request.sampling,
+            seen,
             utf8: Utf8Stream::default(),
             stop: StopFilter::new(request.stop),
             unreported: Vec::new(),

@@ -1,7 +1,9 @@
-//! Choosing the next token from logits: greedy, or temperature + top-k + top-p sampling from a
-//! per-sequence random stream. The generator is our own (xoshiro256++ seeded by SplitMix64,
+//! Choosing the next token from logits: greedy, or temperature + top-k + top-p + min-p sampling
+//! from a per-sequence random stream, after an optional repetition penalty. The generator is our own (xoshiro256++ seeded by SplitMix64,
 //! <https://prng.di.unimi.it/>) so that a seed means the same tokens in every build, whatever
 //! version of a random-number crate is linked.
+
+use std::collections::HashSet;
 
 use shoal_sidecar_core::Sampling;
 
@@ -42,6 +44,21 @@ impl Rng {
     /// Uniform in [0, 1).
     fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+/// transformers' repetition penalty, in place: the logit of every token in `seen` is divided by
+/// `penalty` when positive and multiplied by it when negative, so a penalty above 1 always
+/// makes a repeat less likely.
+pub(crate) fn penalize_repeats(logits: &mut [f32], seen: &HashSet<u32>, penalty: f32) {
+    for &token in seen {
+        if let Some(logit) = logits.get_mut(token as usize) {
+            *logit = if *logit > 0.0 {
+                *logit / penalty
+            } else {
+                *logit * penalty
+            };
+        }
     }
 }
 
@@ -86,6 +103,13 @@ pub(crate) fn sample(logits: &[f32], params: &Sampling, rng: &mut Rng) -> u32 {
         probs.truncate(keep);
         candidates.truncate(keep);
     }
+    if params.min_p > 0.0 {
+        // Relative to the likeliest token, so the cut is the same before or after top-p.
+        let floor = probs[0] * f64::from(params.min_p);
+        let keep = probs.iter().take_while(|&&p| p >= floor).count().max(1);
+        probs.truncate(keep);
+        candidates.truncate(keep);
+    }
     let total: f64 = probs.iter().sum();
     let mut target = rng.next_f64() * total;
     for (i, p) in probs.iter().enumerate() {
@@ -117,7 +141,7 @@ mod tests {
             temperature,
             top_p,
             top_k,
-            seed: 0,
+            ..Sampling::default()
         }
     }
 
@@ -167,5 +191,38 @@ mod tests {
             .collect();
         assert!(!picks.contains(&2));
         assert!(picks.contains(&1));
+    }
+
+    #[test]
+    fn min_p_drops_tokens_below_its_share_of_the_likeliest() {
+        // Probabilities 0.5, 0.3, 0.15, 0.05: min_p 0.2 keeps those at 0.1 or more.
+        let logits = [0.5f32.ln(), 0.3f32.ln(), 0.15f32.ln(), 0.05f32.ln()];
+        let with_min_p = Sampling {
+            min_p: 0.2,
+            ..params(1.0, 1.0, 0)
+        };
+        let mut rng = Rng::new(5);
+        let picks: Vec<u32> = (0..4000)
+            .map(|_| sample(&logits, &with_min_p, &mut rng))
+            .collect();
+        assert!(!picks.contains(&3));
+        assert!(picks.contains(&2));
+        let ones = picks.iter().filter(|&&t| t == 1).count() as f64 / picks.len() as f64;
+        assert!(
+            (ones - 0.3 / 0.95).abs() < 0.03,
+            "kept tokens are renormalised"
+        );
+    }
+
+    #[test]
+    fn the_repetition_penalty_lowers_seen_tokens_whatever_their_sign() {
+        let mut logits = [2.0f32, -1.0, 3.0, -0.5];
+        let seen: HashSet<u32> = [0, 1, 7].into_iter().collect();
+        penalize_repeats(&mut logits, &seen, 2.0);
+        assert_eq!(logits, [1.0, -2.0, 3.0, -0.5]);
+        // Greedy then takes what was not seen once the penalty makes it likelier.
+        let mut logits = [3.0f32, 2.0];
+        penalize_repeats(&mut logits, &[0].into_iter().collect(), 2.0);
+        assert_eq!(argmax(&logits), 1);
     }
 }

@@ -1,6 +1,9 @@
 //! The tiny cross-encoder, classifier and NER models made by
 //! `tools/reference/make_tiny_models.py`, on Candle, against transformers on torch.
 
+#[path = "../../../test-support/fixtures.rs"]
+mod fixtures;
+
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -12,7 +15,7 @@ use shoal_sidecar_core::{
 const TOLERANCE: f32 = 1e-4;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../tools/reference/fixtures")
+    fixtures::reference_fixtures()
 }
 
 fn load(dir: &Path) -> Result<CandleBackend, LoadError> {

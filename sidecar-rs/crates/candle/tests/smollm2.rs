@@ -11,6 +11,8 @@
 //!   applying it to the same model; and sequences with different adapters, or none, decoding
 //!   in one batch exactly as each does alone.
 
+#[path = "../../../test-support/fixtures.rs"]
+mod fixtures;
 #[path = "../../../test-support/smollm2.rs"]
 mod smollm2;
 
@@ -67,7 +69,7 @@ struct Tokenized {
 }
 
 fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../tools/reference/fixtures")
+    fixtures::reference_fixtures()
 }
 
 /// Reads `tools/reference/fixtures/<name>`.

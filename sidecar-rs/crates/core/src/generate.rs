@@ -46,6 +46,11 @@ pub struct Sampling {
     pub top_p: f32,
     /// Keep only the `top_k` most likely tokens; 0 keeps all.
     pub top_k: usize,
+    /// Drop tokens less likely than `min_p` times the likeliest one; 0 keeps all.
+    pub min_p: f32,
+    /// Logits of tokens already in the prompt or the output are divided by it when positive
+    /// and multiplied when negative (transformers' `RepetitionPenaltyLogitsProcessor`); 1 is off.
+    pub repetition_penalty: f32,
     /// Seeds the sequence's own random stream, so equal requests give equal tokens.
     pub seed: u64,
 }
@@ -56,6 +61,8 @@ impl Default for Sampling {
             temperature: 1.0,
             top_p: 1.0,
             top_k: 0,
+            min_p: 0.0,
+            repetition_penalty: 1.0,
             seed: 0,
         }
     }

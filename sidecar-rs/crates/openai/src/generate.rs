@@ -193,6 +193,16 @@ pub(crate) fn request_body(model: &str, request: &GenerateRequest) -> (&'static 
     if sampling.top_k > 0 {
         body["top_k"] = json!(sampling.top_k);
     }
+    // Both off by default, so only a request that asks for them sends them: vLLM, SGLang and
+    // llama.cpp take `min_p`; the penalty is `repetition_penalty` to vLLM and SGLang and
+    // `repeat_penalty` to llama.cpp, each ignoring the other's name.
+    if sampling.min_p > 0.0 {
+        body["min_p"] = json!(sampling.min_p);
+    }
+    if sampling.repetition_penalty != 1.0 {
+        body["repetition_penalty"] = json!(sampling.repetition_penalty);
+        body["repeat_penalty"] = json!(sampling.repetition_penalty);
+    }
     if !request.stop.is_empty() {
         let stops: Vec<&str> = request
             .stop
@@ -506,6 +516,7 @@ mod tests {
                 top_p: 1.0,
                 top_k: 0,
                 seed: u64::MAX,
+                ..Sampling::default()
             },
             stop: (0..6).map(|i| format!("s{i}")).collect(),
             adapter: None,
@@ -522,15 +533,21 @@ mod tests {
         assert_eq!(body["seed"], 0x7fff_ffff);
         assert_eq!(body["stop"].as_array().unwrap().len(), REMOTE_STOPS);
         assert!(body.get("top_k").is_none());
+        assert!(body.get("min_p").is_none() && body.get("repetition_penalty").is_none());
         let mut chat = request(Prompt::Messages(vec![ChatMessage {
             role: "user".into(),
             content: "hello".into(),
         }]));
         chat.sampling.top_k = 5;
+        chat.sampling.min_p = 0.05;
+        chat.sampling.repetition_penalty = 1.25;
         let (path, body) = request_body("m", &chat);
         assert_eq!(path, CHAT_COMPLETIONS);
         assert_eq!(body["messages"][0]["content"], "hello");
         assert_eq!(body["top_k"], 5);
+        assert_eq!(body["min_p"], json!(0.05f32));
+        assert_eq!(body["repetition_penalty"], 1.25);
+        assert_eq!(body["repeat_penalty"], 1.25);
     }
 
     #[test]

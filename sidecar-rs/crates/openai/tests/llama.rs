@@ -129,6 +129,7 @@ fn greedy(prompt: Prompt, max_tokens: usize, stop: &[&str]) -> GenerateRequest {
             top_p: 1.0,
             top_k: 0,
             seed: 7,
+            ..Sampling::default()
         },
         stop: stop.iter().map(|s| (*s).to_owned()).collect(),
         adapter: None,

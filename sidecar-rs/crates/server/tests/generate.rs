@@ -144,9 +144,7 @@ impl Case {
 
 /// `smollm2.json` (llama.cpp) or `smollm2-f32.json` (transformers, dequantized).
 fn fixture(name: &str) -> Fixture {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures")
-        .join(name);
+    let path = fixtures::reference_fixtures().join(name);
     serde_json::from_slice(&std::fs::read(path).expect("fixture exists")).unwrap()
 }
 
@@ -164,8 +162,8 @@ async fn model_stats(c: &mut Client, id: u64) -> V {
 
 /// The committed PEFT adapter for SmolLM2 (tools/reference/make_smollm2_lora.py).
 fn lora_dir() -> String {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures/smollm2-lora")
+    fixtures::reference_fixtures()
+        .join("smollm2-lora")
         .to_string_lossy()
         .into_owned()
 }

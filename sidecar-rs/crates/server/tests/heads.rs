@@ -2,23 +2,18 @@
 //! `tools/reference/make_tiny_models.py` resident next to the real all-MiniLM-L6-v2.
 
 mod common;
-
-use std::path::PathBuf;
-
 use common::*;
 
 fn tiny(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures/tiny")
+    fixtures::reference_fixtures()
+        .join("tiny")
         .join(name)
         .display()
         .to_string()
 }
 
 fn fixture(name: &str) -> serde_json::Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures")
-        .join(name);
+    let path = fixtures::reference_fixtures().join(name);
     serde_json::from_slice(&std::fs::read(&path).expect("fixture exists")).unwrap()
 }
 

@@ -133,8 +133,7 @@ async fn embed_returns_little_endian_rows_matching_the_reference() {
     let sidecar = TestSidecar::start(&["minilm"]).await;
     let mut client = sidecar.client().await;
 
-    let fixture_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../tools/reference/fixtures/all-minilm-l6-v2.json");
+    let fixture_path = fixtures::reference_fixtures().join("all-minilm-l6-v2.json");
     let fixture: serde_json::Value = serde_json::from_slice(
         &std::fs::read(&fixture_path).unwrap_or_else(|e| panic!("{}: {e}", fixture_path.display())),
     )

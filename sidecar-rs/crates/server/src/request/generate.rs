@@ -28,6 +28,8 @@ pub(super) struct GenerateFields<'a> {
     temperature: Option<f64>,
     top_p: Option<f64>,
     top_k: Option<u64>,
+    min_p: Option<f64>,
+    repetition_penalty: Option<f64>,
     seed: Option<u64>,
     stop: Option<Vec<&'a str>>,
     adapter: Option<&'a str>,
@@ -44,6 +46,8 @@ impl<'a> GenerateFields<'a> {
                 | b"temperature"
                 | b"top_p"
                 | b"top_k"
+                | b"min_p"
+                | b"repetition_penalty"
                 | b"seed"
                 | b"stop"
                 | b"adapter"
@@ -64,6 +68,10 @@ impl<'a> GenerateFields<'a> {
             b"temperature" => self.temperature = Some(float("temperature", value)?),
             b"top_p" => self.top_p = Some(float("top_p", value)?),
             b"top_k" => self.top_k = Some(count("top_k", value)?),
+            b"min_p" => self.min_p = Some(float("min_p", value)?),
+            b"repetition_penalty" => {
+                self.repetition_penalty = Some(float("repetition_penalty", value)?)
+            }
             b"seed" => self.seed = Some(count("seed", value)?),
             b"stop" => self.stop = Some(strings(r, "stop", value, Some(MAX_STOPS))?),
             b"adapter" => self.adapter = Some(adapter_name("adapter", value)?),
@@ -178,6 +186,18 @@ pub(super) fn decode_generate<'a>(
             "`top_p` must be in (0, 1], got {top_p}"
         )));
     }
+    let min_p = g.min_p.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&min_p) {
+        return Err(ProtocolError::bad_request(format!(
+            "`min_p` must be in 0..=1, got {min_p}"
+        )));
+    }
+    let repetition_penalty = g.repetition_penalty.unwrap_or(1.0);
+    if !(repetition_penalty > 0.0 && repetition_penalty <= 2.0) {
+        return Err(ProtocolError::bad_request(format!(
+            "`repetition_penalty` must be in (0, 2], got {repetition_penalty}"
+        )));
+    }
     let stop: Vec<String> = g
         .stop
         .unwrap_or_default()
@@ -201,6 +221,8 @@ pub(super) fn decode_generate<'a>(
                 temperature: temperature as f32,
                 top_p: top_p as f32,
                 top_k: usize::try_from(g.top_k.unwrap_or(0)).unwrap_or(usize::MAX),
+                min_p: min_p as f32,
+                repetition_penalty: repetition_penalty as f32,
                 seed: g.seed.unwrap_or_else(random_seed),
             },
             stop,
@@ -250,6 +272,8 @@ mod tests {
                 ("temperature", V::F64(0.5)),
                 ("top_p", V::F32(0.9)),
                 ("top_k", V::from(40)),
+                ("min_p", V::F64(0.05)),
+                ("repetition_penalty", V::F64(1.3)),
                 ("seed", V::from(42)),
                 ("stop", V::Array(vec![V::from("\n")])),
             ],
@@ -269,6 +293,8 @@ mod tests {
         assert_eq!(request.sampling.temperature, 0.5);
         assert!((request.sampling.top_p - 0.9).abs() < 1e-6);
         assert_eq!((request.sampling.top_k, request.sampling.seed), (40, 42));
+        assert!((request.sampling.min_p - 0.05).abs() < 1e-6);
+        assert!((request.sampling.repetition_penalty - 1.3).abs() < 1e-6);
         assert_eq!(request.stop, vec!["\n".to_owned()]);
     }
 
@@ -289,6 +315,10 @@ mod tests {
                 request.sampling.top_k
             ),
             (1.0, 1.0, 0)
+        );
+        assert_eq!(
+            (request.sampling.min_p, request.sampling.repetition_penalty),
+            (0.0, 1.0)
         );
         assert!(request.stop.is_empty());
     }
@@ -373,6 +403,22 @@ mod tests {
             (
                 vec![m.clone(), p.clone(), ("top_k", V::F64(1.5))],
                 "`top_k` must be a non-negative integer",
+            ),
+            (
+                vec![m.clone(), p.clone(), ("min_p", V::F64(1.5))],
+                "`min_p` must be in 0..=1",
+            ),
+            (
+                vec![m.clone(), p.clone(), ("repetition_penalty", V::F64(0.0))],
+                "`repetition_penalty` must be in (0, 2]",
+            ),
+            (
+                vec![
+                    m.clone(),
+                    p.clone(),
+                    ("repetition_penalty", V::F64(f64::NAN)),
+                ],
+                "`repetition_penalty` must be in (0, 2]",
             ),
             (
                 vec![m.clone(), p.clone(), ("seed", V::from(-1))],
