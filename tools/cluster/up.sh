@@ -25,8 +25,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${root}"
+# SHOAL_SIDECAR_BUILT=1 (set by tools/test.sh, whose setup built it) skips the sidecar's build.
 bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python --skip-s3-server \
-  --skip-trace-backend --skip-helm
+  --skip-trace-backend --skip-helm ${SHOAL_SIDECAR_BUILT:+--skip-sidecar}
 # shellcheck source=../setup/env.sh
 . tools/setup/env.sh
 npx nx run proto:generate --outputStyle=static >/dev/null

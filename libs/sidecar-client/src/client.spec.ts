@@ -157,7 +157,7 @@ describe("SidecarClient requests", () => {
     ]);
   });
 
-  it("sends load's backend, sim, dequantize and dtype options in the protocol's snake_case", async () => {
+  it("sends load's backend, sim, gguf_weights and dtype options in the protocol's snake_case", async () => {
     peer.onRequest = (req, p) => {
       p.send({
         id: req.id,
@@ -186,7 +186,7 @@ describe("SidecarClient requests", () => {
     ).resolves.toMatchObject({ model: "fake", dim: 32, memoryBytes: 5_000_000_000 });
     await client.load("partial", "/models/m", { backend: "sim", sim: { fixedUs: 10 } });
     await client.load("plain", "/models/m");
-    await client.load("f32", "/models/m.gguf", { dequantize: true });
+    await client.load("f32", "/models/m.gguf", { ggufWeights: "f32" });
     await client.load("half", "/models/m", { dtype: "f16" });
     const [full, partial, plain, f32, half] = peer.requests;
     expect(full).toEqual({
@@ -214,7 +214,7 @@ describe("SidecarClient requests", () => {
       op: "load",
       model: "f32",
       path: "/models/m.gguf",
-      dequantize: true,
+      gguf_weights: "f32",
     });
     expect(half).toEqual({ id: 5, op: "load", model: "half", path: "/models/m", dtype: "f16" });
   });

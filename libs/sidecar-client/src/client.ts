@@ -70,6 +70,9 @@ export interface EmbedRequest extends CallOptions {
 /** Runtimes a model can be loaded on; see {@link LoadOptions.backend}. */
 export type LoadBackend = "candle" | "sim" | "openai";
 
+/** How a GGUF generator's matrices are held (see {@link LoadOptions.ggufWeights}). */
+export type GgufWeights = "kernels" | "stored" | "f32";
+
 /**
  * Parameters of a simulated model (docs/simulated-backend.md). Every field is optional and
  * defaults to the named calibration profile's value; the sidecar validates them and answers
@@ -124,10 +127,12 @@ export interface LoadOptions extends CallOptions {
   /** The remote engine; required with backend `openai`, which then takes no `path`. */
   readonly openai?: OpenAiLoadOptions;
   /**
-   * Candle only: expand a GGUF generator's quantized matrices to f32 at load (about 6× the
-   * memory of Q4_1; transformers' numerics instead of llama.cpp's).
+   * Candle only: how a GGUF generator's matrices are held. `kernels` (the sidecar's default):
+   * quantized in a type the device has SIMD kernels for, re-quantizing to Q8_0 at load where
+   * it has none (Q4_1, Q5_0, Q5_1 on CPU); `stored`: exactly as in the file (llama.cpp's
+   * numerics); `f32`: expanded to f32 (about 6× the memory of Q4_1; transformers' numerics).
    */
-  readonly dequantize?: boolean;
+  readonly ggufWeights?: GgufWeights;
   /**
    * Candle only: what an encoder computes in (`f16`/`bf16` halve its memory and use a GPU's
    * tensor cores). Generators refuse anything but `f32`.
@@ -310,7 +315,7 @@ export class SidecarClient {
       backend: options?.backend,
       sim: options?.sim === undefined ? undefined : simFields(options.sim),
       openai: options?.openai === undefined ? undefined : openAiFields(options.openai),
-      dequantize: options?.dequantize,
+      gguf_weights: options?.ggufWeights,
       dtype: options?.dtype,
       threads: options?.threads,
     };

@@ -1,6 +1,7 @@
 export type { CallOptions } from "./call-options.js";
 export type {
   EmbedRequest,
+  GgufWeights,
   LoadBackend,
   LoadOptions,
   OpenAiLoadOptions,

@@ -63,11 +63,15 @@ pub(crate) fn penalize_repeats(logits: &mut [f32], seen: &HashSet<u32>, penalty:
 }
 
 /// Picks one token id from `logits` (one per vocabulary entry).
+///
+/// Tokens are considered from the likeliest down (ties by lower id), but only as far as the
+/// draw needs: a vocabulary of 50k entries is never sorted whole, because top-p, min-p and the
+/// draw itself almost always stop within the first few dozen tokens.
 pub(crate) fn sample(logits: &[f32], params: &Sampling, rng: &mut Rng) -> u32 {
     if params.temperature <= 0.0 {
         return argmax(logits);
     }
-    let mut candidates: Vec<(u32, f32)> = logits
+    let candidates: Vec<(u32, f32)> = logits
         .iter()
         .enumerate()
         .filter(|(_, l)| l.is_finite())
@@ -76,49 +80,131 @@ pub(crate) fn sample(logits: &[f32], params: &Sampling, rng: &mut Rng) -> u32 {
     if candidates.is_empty() {
         return argmax(logits);
     }
-    let by_logit = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-    if params.top_k > 0 && params.top_k < candidates.len() {
-        candidates.select_nth_unstable_by(params.top_k - 1, by_logit);
-        candidates.truncate(params.top_k);
+    let mut ranked = Ranked::new(candidates);
+    if params.top_k > 0 {
+        ranked.truncate(params.top_k);
     }
-    candidates.sort_unstable_by(by_logit);
     let temperature = f64::from(params.temperature);
-    let max = f64::from(candidates[0].1);
-    let mut probs: Vec<f64> = candidates
-        .iter()
-        .map(|&(_, l)| ((f64::from(l) - max) / temperature).exp())
-        .collect();
-    let total: f64 = probs.iter().sum();
-    probs.iter_mut().for_each(|p| *p /= total);
-    if params.top_p < 1.0 {
-        let mut cumulative = 0.0;
-        let mut keep = probs.len();
-        for (i, p) in probs.iter().enumerate() {
-            cumulative += p;
-            if cumulative >= f64::from(params.top_p) {
-                keep = i + 1;
-                break;
-            }
+    let max = f64::from(ranked.get(0).1);
+    let weight = |logit: f32| ((f64::from(logit) - max) / temperature).exp();
+    let total: f64 = ranked.all().iter().map(|&(_, l)| weight(l)).sum();
+    // The kept tokens are the longest prefix within both cuts: top-p keeps up to the first
+    // whose cumulative probability reaches it, min-p those at least `min_p` times the
+    // likeliest (the likeliest always stays).
+    let floor = total.recip() * f64::from(params.min_p);
+    let mut kept = Vec::new();
+    let mut cumulative = 0.0;
+    while kept.len() < ranked.len() {
+        let (id, logit) = ranked.get(kept.len());
+        let p = weight(logit) / total;
+        if !kept.is_empty() && p < floor {
+            break;
         }
-        probs.truncate(keep);
-        candidates.truncate(keep);
+        kept.push((id, p));
+        cumulative += p;
+        if params.top_p < 1.0 && cumulative >= f64::from(params.top_p) {
+            break;
+        }
+        if params.top_p >= 1.0 && params.min_p <= 0.0 {
+            // Nothing is cut: draw now, ranking further only while the draw needs it.
+            return draw(&mut ranked, kept, weight, total, rng);
+        }
     }
-    if params.min_p > 0.0 {
-        // Relative to the likeliest token, so the cut is the same before or after top-p.
-        let floor = probs[0] * f64::from(params.min_p);
-        let keep = probs.iter().take_while(|&&p| p >= floor).count().max(1);
-        probs.truncate(keep);
-        candidates.truncate(keep);
-    }
-    let total: f64 = probs.iter().sum();
-    let mut target = rng.next_f64() * total;
-    for (i, p) in probs.iter().enumerate() {
-        if target < *p {
-            return candidates[i].0;
+    let kept_total: f64 = kept.iter().map(|&(_, p)| p).sum();
+    let mut target = rng.next_f64() * kept_total;
+    for &(id, p) in &kept {
+        if target < p {
+            return id;
         }
         target -= p;
     }
-    candidates[candidates.len() - 1].0
+    kept[kept.len() - 1].0
+}
+
+/// Draws from every candidate in rank order, extending `kept` (the ranked prefix with its
+/// probabilities) only as far as the draw reaches.
+fn draw(
+    ranked: &mut Ranked,
+    mut kept: Vec<(u32, f64)>,
+    weight: impl Fn(f32) -> f64,
+    total: f64,
+    rng: &mut Rng,
+) -> u32 {
+    let mut target = rng.next_f64();
+    let mut index = 0;
+    loop {
+        if index == kept.len() {
+            if kept.len() == ranked.len() {
+                return kept[kept.len() - 1].0;
+            }
+            let (id, logit) = ranked.get(index);
+            kept.push((id, weight(logit) / total));
+        }
+        let (id, p) = kept[index];
+        if target < p {
+            return id;
+        }
+        target -= p;
+        index += 1;
+    }
+}
+
+/// Candidates ranked by logit (descending, ties by lower id) on demand: the first `sorted` are
+/// in rank order, the rest unordered but each ranked below them.
+struct Ranked {
+    candidates: Vec<(u32, f32)>,
+    sorted: usize,
+}
+
+impl Ranked {
+    /// How many more are ranked each time the ranked prefix runs out.
+    const CHUNK: usize = 64;
+
+    fn new(candidates: Vec<(u32, f32)>) -> Self {
+        Self {
+            candidates,
+            sorted: 0,
+        }
+    }
+
+    fn by_logit(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+        b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+    }
+
+    fn len(&self) -> usize {
+        self.candidates.len()
+    }
+
+    fn all(&self) -> &[(u32, f32)] {
+        &self.candidates
+    }
+
+    /// Keeps only the `k` best.
+    fn truncate(&mut self, k: usize) {
+        if k < self.candidates.len() {
+            self.candidates
+                .select_nth_unstable_by(k - 1, Self::by_logit);
+            self.candidates.truncate(k);
+        }
+    }
+
+    /// The candidate of rank `index` (0 is the likeliest).
+    fn get(&mut self, index: usize) -> (u32, f32) {
+        if index >= self.sorted {
+            let end = (index + 1)
+                .max(self.sorted * 2)
+                .max(Self::CHUNK)
+                .min(self.len());
+            let rest = &mut self.candidates[self.sorted..];
+            let wanted = end - self.sorted;
+            if wanted < rest.len() {
+                rest.select_nth_unstable_by(wanted - 1, Self::by_logit);
+            }
+            rest[..wanted].sort_unstable_by(Self::by_logit);
+            self.sorted = end;
+        }
+        self.candidates[index]
+    }
 }
 
 /// The first index of the largest logit, as llama.cpp's greedy sampler picks it.
@@ -212,6 +298,88 @@ mod tests {
             (ones - 0.3 / 0.95).abs() < 0.03,
             "kept tokens are renormalised"
         );
+    }
+
+    /// What `sample` computes, written the plain way: every candidate sorted, then cut.
+    fn sample_by_full_sort(logits: &[f32], params: &Sampling, rng: &mut Rng) -> u32 {
+        let mut candidates: Vec<(u32, f32)> = logits
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.is_finite())
+            .map(|(i, &l)| (i as u32, l))
+            .collect();
+        candidates.sort_by(Ranked::by_logit);
+        if params.top_k > 0 {
+            candidates.truncate(params.top_k);
+        }
+        let max = f64::from(candidates[0].1);
+        let weights: Vec<f64> = candidates
+            .iter()
+            .map(|&(_, l)| ((f64::from(l) - max) / f64::from(params.temperature)).exp())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let mut keep = 0;
+        let mut cumulative = 0.0;
+        for w in &weights {
+            if keep > 0 && w / total < f64::from(params.min_p) / total {
+                break;
+            }
+            keep += 1;
+            cumulative += w / total;
+            if params.top_p < 1.0 && cumulative >= f64::from(params.top_p) {
+                break;
+            }
+        }
+        let kept_total: f64 = weights[..keep].iter().map(|w| w / total).sum();
+        let mut target = rng.next_f64()
+            * if keep == weights.len() && params.top_p >= 1.0 && params.min_p <= 0.0 {
+                1.0
+            } else {
+                kept_total
+            };
+        for i in 0..keep {
+            let p = weights[i] / total;
+            if target < p {
+                return candidates[i].0;
+            }
+            target -= p;
+        }
+        candidates[keep - 1].0
+    }
+
+    #[test]
+    fn ranking_only_what_the_draw_needs_picks_what_a_full_sort_picks() {
+        // A vocabulary-sized spread of logits, many of them tied, so ranks and ties matter.
+        let mut state = Rng::new(11);
+        let logits: Vec<f32> = (0..50_000)
+            .map(|_| ((state.next_f64() * 24.0).floor() / 2.0) as f32)
+            .collect();
+        let settings = [
+            params(1.0, 1.0, 0),
+            params(0.7, 1.0, 0),
+            params(2.5, 1.0, 0),
+            params(1.0, 0.9, 0),
+            params(1.0, 0.999, 40),
+            params(1.0, 1.0, 5),
+            Sampling {
+                min_p: 0.05,
+                ..params(1.0, 1.0, 0)
+            },
+            Sampling {
+                min_p: 0.01,
+                ..params(1.3, 0.95, 100)
+            },
+        ];
+        for setting in &settings {
+            let (mut lazy, mut full) = (Rng::new(42), Rng::new(42));
+            for draw in 0..300 {
+                assert_eq!(
+                    sample(&logits, setting, &mut lazy),
+                    sample_by_full_sort(&logits, setting, &mut full),
+                    "draw {draw} with {setting:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use opentelemetry::KeyValue;
-use shoal_sidecar_candle::{GgufWeightMode, LoadOptions};
+use shoal_sidecar_candle::LoadOptions;
 use shoal_sidecar_core::EmbedBatch;
 use tokio::sync::mpsc;
 
@@ -137,14 +137,14 @@ async fn dispatch(
             backend,
             sim,
             openai,
-            dequantize,
+            gguf_weights,
             dtype,
             threads,
         } => {
             let backend = backend.unwrap_or(state.backend);
-            if dequantize.is_some() && backend != BackendKind::Candle {
+            if gguf_weights.is_some() && backend != BackendKind::Candle {
                 return Err(ProtocolError::bad_request(
-                    "`dequantize` is only valid with backend `candle`",
+                    "`gguf_weights` is only valid with backend `candle`",
                 ));
             }
             if dtype.is_some() && backend != BackendKind::Candle {
@@ -181,11 +181,7 @@ async fn dispatch(
                 (BackendKind::Candle, Some(path), None) => LoadSpec::Candle {
                     dir: PathBuf::from(path),
                     options: LoadOptions {
-                        gguf_weights: if dequantize == Some(true) {
-                            GgufWeightMode::Dequantized
-                        } else {
-                            GgufWeightMode::Quantized
-                        },
+                        gguf_weights: gguf_weights.unwrap_or_default(),
                         precision: dtype.unwrap_or_default(),
                     },
                 },

@@ -92,7 +92,7 @@ pub(crate) fn decode<'a>(body: &'a [u8], limits: Limits) -> Result<Request<'a>, 
                 Some(settings) => Some(crate::openai_load::resolve(settings).map_err(reject)?),
                 None => None,
             },
-            dequantize: fields.dequantize,
+            gguf_weights: fields.gguf_weights,
             dtype: fields.dtype,
             threads: match fields.threads {
                 None => None,
@@ -276,7 +276,7 @@ mod tests {
                     backend: None,
                     sim: None,
                     openai: None,
-                    dequantize: None,
+                    gguf_weights: None,
                     dtype: None,
                     threads: None,
                 }
@@ -590,8 +590,8 @@ mod tests {
             ),
             (load(&[("path", V::from(""))]), "`path` must not be empty"),
             (
-                load(&[("dequantize", V::from("yes"))]),
-                "`dequantize` must be a bool",
+                load(&[("gguf_weights", V::from("q4"))]),
+                "`gguf_weights` must be one of `kernels`, `stored`, `f32`, got `q4`",
             ),
             (
                 load(&[("dtype", V::from("fp16"))]),

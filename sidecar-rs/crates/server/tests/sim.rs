@@ -209,9 +209,9 @@ async fn bad_sim_loads_are_refused() {
             "`sim` is only valid with backend `sim`",
         ),
         (
-            load_sim(7, "m", &[("dequantize", V::from(true))]),
+            load_sim(7, "m", &[("gguf_weights", V::from("f32"))]),
             "bad_request",
-            "`dequantize` is only valid with backend `candle`",
+            "`gguf_weights` is only valid with backend `candle`",
         ),
         (
             load_sim(9, "m", &[("path", V::from("/nonexistent/dir"))]),

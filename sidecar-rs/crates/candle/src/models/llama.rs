@@ -20,10 +20,12 @@
 //! has not yet read (a whole prompt, or its last sampled token); the linear layers see all of
 //! them stacked as one matrix, and attention runs per sequence against its own [`KvCache`].
 
-use candle_core::quantized::QMatMul;
-use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{DType, Device, Result, Tensor};
 use candle_nn::VarBuilder;
 
+use super::host_attention::{self, Decode, Heads, HostKv};
+use super::kernel_layout::{self, Matrix, Stacked};
 pub use super::llama_config::{Config, RopeLayout};
 use super::lora::{LoraAdapter, Target};
 use crate::LoadError;
@@ -32,20 +34,44 @@ use crate::gguf::Gguf;
 /// How a GGUF file's matrices are held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GgufWeightMode {
-    /// As stored (Q4_1, Q8_0, ...), multiplied by candle's quantized kernels, with attention
-    /// rounded through f16 like llama.cpp's default KV cache.
+    /// Quantized, held for the device's fastest kernels (`models/kernel_layout.rs`): on the
+    /// CPU, Q4_1, Q5_0 and Q5_1 (which Candle multiplies one scalar at a time, so that a batch
+    /// costs as much per sequence as one alone) are held exactly as Q8_0 plus each block's
+    /// minimum, and Q8_0 in the shape of the tiled 8-bit kernels where the CPU has them;
+    /// anything else as stored. Attention is rounded through f16 like llama.cpp's default KV
+    /// cache.
     #[default]
-    Quantized,
+    Kernels,
+    /// Exactly as stored, whatever the kernels, with attention rounded through f16: the
+    /// numerics llama.cpp computes from the same file.
+    Stored,
     /// Expanded to f32 at load, with attention in f32: several times the memory, and the
     /// numerics of transformers reading the GGUF.
     Dequantized,
 }
 
+impl GgufWeightMode {
+    /// The names the load request's `gguf_weights` takes, in variant order.
+    pub const NAMES: [&'static str; 3] = ["kernels", "stored", "f32"];
+
+    /// The mode called `name` in [`Self::NAMES`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "kernels" => Some(Self::Kernels),
+            "stored" => Some(Self::Stored),
+            "f32" => Some(Self::Dequantized),
+            _ => None,
+        }
+    }
+}
+
 /// Keys and values of every layer for the tokens a sequence has read so far.
 #[derive(Debug, Default)]
 pub struct KvCache {
-    /// Per layer `[1, kv_heads, len, head_dim]` keys and values.
+    /// Off the CPU: per layer `[1, kv_heads, len, head_dim]` keys and values.
     layers: Vec<Option<(Tensor, Tensor)>>,
+    /// On the CPU: per layer, rows that grow in place.
+    host: Vec<HostKv>,
     len: usize,
 }
 
@@ -77,16 +103,15 @@ struct AdaptedRows<'a> {
 }
 
 struct Attention {
-    q_proj: QMatMul,
-    k_proj: QMatMul,
-    v_proj: QMatMul,
-    o_proj: QMatMul,
+    /// `q_proj`, `k_proj` and `v_proj`, which multiply the same input.
+    qkv: Stacked,
+    o_proj: Matrix,
 }
 
 struct Mlp {
-    gate_proj: QMatMul,
-    up_proj: QMatMul,
-    down_proj: QMatMul,
+    /// `gate_proj` and `up_proj`, which multiply the same input.
+    gate_up: Stacked,
+    down_proj: Matrix,
 }
 
 struct DecoderLayer {
@@ -98,20 +123,24 @@ struct DecoderLayer {
 
 /// A loaded Llama model.
 pub struct Llama {
-    embed_tokens: QMatMul,
+    embed_tokens: Matrix,
     layers: Vec<DecoderLayer>,
     norm: Tensor,
-    lm_head: QMatMul,
+    lm_head: Matrix,
     cos: Tensor,
     sin: Tensor,
+    /// On the CPU, the same tables as host rows, for [`host_attention`].
+    host_cos: Vec<f32>,
+    host_sin: Vec<f32>,
     config: Config,
     device: Device,
 }
 
 /// Where the weights come from; names differ per format, shapes do not.
 trait Weights {
-    fn matrix(&mut self, gguf_name: &str, hf_name: &str)
-    -> std::result::Result<QMatMul, LoadError>;
+    fn matrix(&mut self, gguf_name: &str, hf_name: &str) -> std::result::Result<Matrix, LoadError>;
+    /// Matrices of the same input dimension (`(gguf_name, hf_name)` each), stacked.
+    fn stacked(&mut self, names: &[(String, String)]) -> std::result::Result<Stacked, LoadError>;
     fn vector(&mut self, gguf_name: &str, hf_name: &str) -> std::result::Result<Tensor, LoadError>;
     fn has(&self, gguf_name: &str, hf_name: &str) -> bool;
 }
@@ -123,18 +152,43 @@ struct GgufWeights<'a> {
     bytes: u64,
 }
 
-impl Weights for GgufWeights<'_> {
-    fn matrix(&mut self, name: &str, _: &str) -> std::result::Result<QMatMul, LoadError> {
-        let t = self.gguf.tensor(name, &self.device)?;
-        match self.mode {
-            GgufWeightMode::Quantized => {
-                self.bytes += t.storage_size_in_bytes() as u64;
-                Ok(QMatMul::from_qtensor(t)?)
-            }
+impl GgufWeights<'_> {
+    /// `t` held as [`GgufWeightMode`] says.
+    fn held(&mut self, t: QTensor) -> std::result::Result<Matrix, LoadError> {
+        let (_, k) = t.shape().dims2()?;
+        let matrix = match self.mode {
+            GgufWeightMode::Kernels => Matrix::for_kernels(t, &self.device)?,
+            GgufWeightMode::Stored => Matrix::new(QMatMul::from_qtensor(t)?, k),
             GgufWeightMode::Dequantized => {
-                let w = t.dequantize(&self.device)?;
-                self.bytes += (w.elem_count() * w.dtype().size_in_bytes()) as u64;
-                Ok(QMatMul::Tensor(w))
+                Matrix::new(QMatMul::Tensor(t.dequantize(&self.device)?), k)
+            }
+        };
+        self.bytes += matrix.bytes();
+        Ok(matrix)
+    }
+}
+
+impl Weights for GgufWeights<'_> {
+    fn matrix(&mut self, name: &str, _: &str) -> std::result::Result<Matrix, LoadError> {
+        let t = self.gguf.tensor(name, &self.device)?;
+        self.held(t)
+    }
+
+    fn stacked(&mut self, names: &[(String, String)]) -> std::result::Result<Stacked, LoadError> {
+        let tensors = names
+            .iter()
+            .map(|(name, _)| self.gguf.tensor(name, &self.device))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        match kernel_layout::stack_quantized(&tensors, &self.device)? {
+            Some((joined, rows)) => Ok(Stacked::new(vec![(self.held(joined)?, rows)])),
+            // Stored in different types: each is multiplied on its own.
+            None => {
+                let mut parts = Vec::with_capacity(tensors.len());
+                for t in tensors {
+                    let rows = t.shape().dims2()?.0;
+                    parts.push((self.held(t)?, vec![rows]));
+                }
+                Ok(Stacked::new(parts))
             }
         }
     }
@@ -173,9 +227,26 @@ impl HfWeights<'_> {
 }
 
 impl Weights for HfWeights<'_> {
-    fn matrix(&mut self, _: &str, name: &str) -> std::result::Result<QMatMul, LoadError> {
+    fn matrix(&mut self, _: &str, name: &str) -> std::result::Result<Matrix, LoadError> {
         let shape = self.shape_of(name);
-        Ok(QMatMul::Tensor(self.vb.get(shape, name)?))
+        Ok(Matrix::new(
+            QMatMul::Tensor(self.vb.get(shape, name)?),
+            shape.1,
+        ))
+    }
+
+    fn stacked(&mut self, names: &[(String, String)]) -> std::result::Result<Stacked, LoadError> {
+        let mut tensors = Vec::with_capacity(names.len());
+        for (_, name) in names {
+            tensors.push(self.vb.get(self.shape_of(name), name)?);
+        }
+        let rows = tensors
+            .iter()
+            .map(|t| t.dim(0))
+            .collect::<Result<Vec<_>>>()?;
+        let k = self.config.hidden_size;
+        let joined = Matrix::new(QMatMul::Tensor(Tensor::cat(&tensors, 0)?), k);
+        Ok(Stacked::new(vec![(joined, rows)]))
     }
 
     fn vector(&mut self, _: &str, name: &str) -> std::result::Result<Tensor, LoadError> {
@@ -195,7 +266,7 @@ impl Llama {
         mode: GgufWeightMode,
     ) -> std::result::Result<(Self, u64), LoadError> {
         let config = Config {
-            f16_attention: mode == GgufWeightMode::Quantized,
+            f16_attention: mode != GgufWeightMode::Dequantized,
             ..Config::from_gguf(gguf)?
         };
         let mut weights = GgufWeights {
@@ -235,19 +306,26 @@ impl Llama {
         for i in 0..config.num_hidden_layers {
             let g = |n: &str| format!("blk.{i}.{n}.weight");
             let h = |n: &str| format!("model.layers.{i}.{n}.weight");
+            let both = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+                pairs.iter().map(|(gg, hh)| (g(gg), h(hh))).collect()
+            };
             layers.push(DecoderLayer {
                 input_layernorm: w.vector(&g("attn_norm"), &h("input_layernorm"))?,
                 self_attn: Attention {
-                    q_proj: w.matrix(&g("attn_q"), &h("self_attn.q_proj"))?,
-                    k_proj: w.matrix(&g("attn_k"), &h("self_attn.k_proj"))?,
-                    v_proj: w.matrix(&g("attn_v"), &h("self_attn.v_proj"))?,
+                    qkv: w.stacked(&both(&[
+                        ("attn_q", "self_attn.q_proj"),
+                        ("attn_k", "self_attn.k_proj"),
+                        ("attn_v", "self_attn.v_proj"),
+                    ]))?,
                     o_proj: w.matrix(&g("attn_output"), &h("self_attn.o_proj"))?,
                 },
                 post_attention_layernorm: w
                     .vector(&g("ffn_norm"), &h("post_attention_layernorm"))?,
                 mlp: Mlp {
-                    gate_proj: w.matrix(&g("ffn_gate"), &h("mlp.gate_proj"))?,
-                    up_proj: w.matrix(&g("ffn_up"), &h("mlp.up_proj"))?,
+                    gate_up: w.stacked(&both(&[
+                        ("ffn_gate", "mlp.gate_proj"),
+                        ("ffn_up", "mlp.up_proj"),
+                    ]))?,
                     down_proj: w.matrix(&g("ffn_down"), &h("mlp.down_proj"))?,
                 },
             });
@@ -260,6 +338,14 @@ impl Llama {
             embed_tokens.clone()
         };
         let (cos, sin) = rope_tables(&config, device)?;
+        let (host_cos, host_sin) = if device.is_cpu() {
+            (
+                cos.flatten_all()?.to_vec1::<f32>()?,
+                sin.flatten_all()?.to_vec1::<f32>()?,
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Ok(Self {
             embed_tokens,
             layers,
@@ -267,6 +353,8 @@ impl Llama {
             lm_head,
             cos,
             sin,
+            host_cos,
+            host_sin,
             config,
             device: device.clone(),
         })
@@ -316,11 +404,12 @@ impl Llama {
                 c.rms_norm_eps as f32,
             )?;
             let mlp = &layer.mlp;
-            let project =
-                |w: &QMatMul, target, x: &Tensor| Self::project(w, x, index, target, &adapted);
-            let gated = (candle_nn::ops::silu(&project(&mlp.gate_proj, Target::Gate, &h)?)?
-                * project(&mlp.up_proj, Target::Up, &h)?)?;
-            x = (x + project(&mlp.down_proj, Target::Down, &gated)?)?;
+            let adapt = |y, target, x: &Tensor| Self::adapt(y, x, index, target, &adapted);
+            let [gate, up] = mlp.gate_up.forward::<2>(&h)?;
+            let gated = (candle_nn::ops::silu(&adapt(gate, Target::Gate, &h)?)?
+                * adapt(up, Target::Up, &h)?)?;
+            let down = mlp.down_proj.forward(&gated)?;
+            x = (x + adapt(down, Target::Down, &gated)?)?;
         }
         for ch in chunks.iter_mut() {
             ch.cache.len += ch.tokens.len();
@@ -365,16 +454,15 @@ impl Llama {
             .collect()
     }
 
-    /// `w · x` for every row, plus each adapter's update of `target` in layer `index` on its
-    /// own rows.
-    fn project(
-        w: &QMatMul,
+    /// `y`, the base weights' product of `target` in layer `index` with `x`, plus each
+    /// adapter's update of it on its own rows.
+    fn adapt(
+        mut y: Tensor,
         x: &Tensor,
         index: usize,
         target: Target,
         adapted: &[AdaptedRows<'_>],
     ) -> Result<Tensor> {
-        let mut y = w.forward(x)?;
         for group in adapted {
             let Some(pair) = group.adapter.pair(index, target) else {
                 continue;
@@ -399,10 +487,15 @@ impl Llama {
     ) -> Result<Tensor> {
         let c = &self.config;
         let (heads, kv_heads, hd) = (c.num_attention_heads, c.num_key_value_heads, c.head_dim);
-        let project = |w: &QMatMul, target, x: &Tensor| Self::project(w, x, index, target, adapted);
-        let q = project(&attn.q_proj, Target::Q, h)?;
-        let k = project(&attn.k_proj, Target::K, h)?;
-        let v = project(&attn.v_proj, Target::V, h)?;
+        let adapt = |y, target, x: &Tensor| Self::adapt(y, x, index, target, adapted);
+        let [q, k, v] = attn.qkv.forward::<3>(h)?;
+        let q = adapt(q, Target::Q, h)?;
+        let k = adapt(k, Target::K, h)?;
+        let v = adapt(v, Target::V, h)?;
+        let output = |y: &Tensor| adapt(attn.o_proj.forward(y)?, Target::O, y);
+        if self.device.is_cpu() {
+            return output(&self.host_attention(index, &q, &k, &v, chunks)?);
+        }
         let mut outputs = Vec::with_capacity(chunks.len());
         let mut offset = 0;
         for ch in chunks.iter_mut() {
@@ -441,7 +534,98 @@ impl Llama {
             offset += n;
         }
         let y = Tensor::cat(&outputs, 0)?;
-        project(&attn.o_proj, Target::O, &y)
+        output(&y)
+    }
+
+    /// [`Self::attention`] on the CPU, for projected `q`, `k`, `v` (`[total, …]`): every row
+    /// rotated and its keys and values appended to its sequence's cache in place; then the
+    /// decoding sequences (one token each) attend all at once in [`host_attention`], and a
+    /// sequence reading several prompt tokens through [`Self::attend`], whose matmuls suit
+    /// a block of queries. Returns `[total, heads · head_dim]`.
+    fn host_attention(
+        &self,
+        index: usize,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        chunks: &mut [Chunk<'_>],
+    ) -> Result<Tensor> {
+        let c = &self.config;
+        let layout = Heads {
+            heads: c.num_attention_heads,
+            kv_heads: c.num_key_value_heads,
+            head_dim: c.head_dim,
+            f16: c.f16_attention,
+        };
+        let (hd, half) = (c.head_dim, c.head_dim / 2);
+        let (q_width, kv_width) = (layout.heads * hd, layout.kv_heads * hd);
+        let interleaved = c.rope == RopeLayout::Interleaved;
+        let mut q = q.flatten_all()?.to_vec1::<f32>()?;
+        let mut k = k.flatten_all()?.to_vec1::<f32>()?;
+        let mut v = v.flatten_all()?.to_vec1::<f32>()?;
+        let mut offset = 0;
+        for ch in chunks.iter_mut() {
+            let n = ch.tokens.len();
+            for i in 0..n {
+                let table = (ch.cache.len + i) * half..(ch.cache.len + i + 1) * half;
+                let (cos, sin) = (&self.host_cos[table.clone()], &self.host_sin[table]);
+                let row = offset + i;
+                let q_row = &mut q[row * q_width..(row + 1) * q_width];
+                host_attention::rotate(q_row, hd, interleaved, cos, sin);
+                let k_row = &mut k[row * kv_width..(row + 1) * kv_width];
+                host_attention::rotate(k_row, hd, interleaved, cos, sin);
+            }
+            let rows = offset * kv_width..(offset + n) * kv_width;
+            if layout.f16 {
+                host_attention::round_f16(&mut k[rows.clone()]);
+                host_attention::round_f16(&mut v[rows.clone()]);
+            }
+            if ch.cache.host.len() <= index {
+                ch.cache.host.resize_with(index + 1, HostKv::default);
+            }
+            let cache = &mut ch.cache.host[index];
+            cache.keys.extend_from_slice(&k[rows.clone()]);
+            cache.values.extend_from_slice(&v[rows]);
+            offset += n;
+        }
+        let total = offset;
+        let mut out = vec![0f32; total * q_width];
+        let mut decoding = Vec::with_capacity(chunks.len());
+        let mut rest = out.as_mut_slice();
+        let mut offset = 0;
+        for ch in chunks.iter() {
+            let n = ch.tokens.len();
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n * q_width);
+            rest = tail;
+            let query = &q[offset * q_width..(offset + n) * q_width];
+            let kv = &ch.cache.host[index];
+            if n == 1 {
+                decoding.push(Decode {
+                    query,
+                    kv,
+                    out: mine,
+                });
+            } else {
+                let pos = ch.cache.len;
+                let len = pos + n;
+                let heads = |xs: &[f32], count: usize, rows: usize| -> Result<Tensor> {
+                    Tensor::from_slice(xs, (1, rows, count, hd), &self.device)?
+                        .transpose(1, 2)?
+                        .contiguous()
+                };
+                let y = self.attend(
+                    &heads(query, layout.heads, n)?,
+                    &heads(&kv.keys, layout.kv_heads, len)?,
+                    &heads(&kv.values, layout.kv_heads, len)?,
+                    pos,
+                )?;
+                let y = y.transpose(1, 2)?.flatten_all()?.to_vec1::<f32>()?;
+                mine.copy_from_slice(&y);
+            }
+            offset += n;
+        }
+        host_attention::attend_decoding(layout, decoding);
+        Tensor::from_vec(out, (total, q_width), &self.device)
     }
 
     /// Scaled dot-product attention of `q` (`[1, heads, n, hd]`, positions `pos..pos+n`)

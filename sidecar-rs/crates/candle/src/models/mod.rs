@@ -4,6 +4,8 @@
 pub mod bert;
 pub mod bert_heads;
 mod encoder;
+mod host_attention;
+mod kernel_layout;
 pub mod llama;
 mod llama_config;
 pub mod lora;

@@ -1,6 +1,6 @@
 //! The second pass over a frame: the fields its `op` uses, type-checked.
 
-use shoal_sidecar_candle::Precision;
+use shoal_sidecar_candle::{GgufWeightMode, Precision};
 use shoal_sidecar_openai::OpenAiSettings;
 use shoal_sidecar_sim::SimOverrides;
 
@@ -38,7 +38,7 @@ pub(super) struct Fields<'a> {
     pub(super) backend: Option<BackendKind>,
     pub(super) sim: Option<SimOverrides>,
     pub(super) openai: Option<OpenAiSettings>,
-    pub(super) dequantize: Option<bool>,
+    pub(super) gguf_weights: Option<GgufWeightMode>,
     pub(super) dtype: Option<Precision>,
     pub(super) threads: Option<u64>,
     /// `load_adapter` and `unload_adapter`: the adapter's name.
@@ -102,10 +102,17 @@ impl<'a> Fields<'a> {
                     fields.openai = Some(crate::openai_load::settings(&mut r, value)?)
                 }
                 ("load", b"threads") => fields.threads = Some(count("threads", value)?),
-                ("load", b"dequantize") => match value {
-                    Item::Bool(v) => fields.dequantize = Some(v),
-                    other => return Err(wrong_type("dequantize", "a bool", other)),
-                },
+                ("load", b"gguf_weights") => {
+                    let name = string("gguf_weights", value)?;
+                    fields.gguf_weights =
+                        Some(GgufWeightMode::from_name(name).ok_or_else(|| {
+                            ProtocolError::bad_request(format!(
+                                "`gguf_weights` must be one of {}, got `{}`",
+                                GgufWeightMode::NAMES.map(|n| format!("`{n}`")).join(", "),
+                                name.escape_debug()
+                            ))
+                        })?)
+                }
                 ("load", b"dtype") => {
                     let name = string("dtype", value)?;
                     fields.dtype = Some(Precision::from_name(name).ok_or_else(|| {

@@ -1,7 +1,7 @@
 //! What a decoded frame asks for: the protocol's requests as types, borrowing their strings
 //! from the frame body.
 
-use shoal_sidecar_candle::Precision;
+use shoal_sidecar_candle::{GgufWeightMode, Precision};
 use shoal_sidecar_core::Input;
 use shoal_sidecar_openai::OpenAiConfig;
 use shoal_sidecar_sim::SimParams;
@@ -31,8 +31,8 @@ pub(crate) enum Op<'a> {
         sim: Option<SimParams>,
         /// The `openai` map, validated.
         openai: Option<OpenAiConfig>,
-        /// Candle: expand a GGUF's quantized matrices to f32 at load.
-        dequantize: Option<bool>,
+        /// Candle: how a GGUF's matrices are held; `None` is [`GgufWeightMode::Kernels`].
+        gguf_weights: Option<GgufWeightMode>,
         /// Candle: what an encoder computes in.
         dtype: Option<Precision>,
         /// Model threads taking its batches (batch models only); `None` is one.
