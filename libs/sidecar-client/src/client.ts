@@ -128,9 +128,10 @@ export interface LoadOptions extends CallOptions {
   readonly openai?: OpenAiLoadOptions;
   /**
    * Candle only: how a GGUF generator's matrices are held. `kernels` (the sidecar's default):
-   * quantized in a type the device has SIMD kernels for, re-quantizing to Q8_0 at load where
-   * it has none (Q4_1, Q5_0, Q5_1 on CPU); `stored`: exactly as in the file (llama.cpp's
-   * numerics); `f32`: expanded to f32 (about 6× the memory of Q4_1; transformers' numerics).
+   * for the device's fastest kernels (on CPU, Q4_1, Q5_0 and Q5_1 held exactly as Q8_0 plus
+   * block minimums; numerics within a few hundredths of a logit of the exact model's);
+   * `stored`: exactly as in the file (llama.cpp's numerics); `f32`: expanded to f32 (about 6×
+   * the memory of Q4_1; transformers' numerics).
    */
   readonly ggufWeights?: GgufWeights;
   /**
