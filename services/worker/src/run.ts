@@ -147,6 +147,9 @@ export interface WorkerOptions {
   readonly metrics?: Registry;
 }
 
+/** Longest one model load may take unless the options say otherwise. */
+const DEFAULT_LOAD_TIMEOUT_MS = 600_000;
+
 export interface WorkerResidencyOptions {
   /** The node whose model-loader sends this worker its loads. */
   readonly node: string;
@@ -196,8 +199,9 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       });
       const client = await SidecarClient.connect({ socketPath, requestTimeoutMs: batchTimeoutMs });
       for (const model of resident?.resident() ?? models) {
+        // A load is not a batch: it gets the load timeout, not the batch timeout.
         const options = await (resident?.loadOptions(client, model) ??
-          loadOptionsFor(client, model));
+          loadOptionsFor(client, model, DEFAULT_LOAD_TIMEOUT_MS));
         await client.load(model.key, loadPath(model), options);
       }
       return { process, client };
@@ -317,7 +321,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       sidecar: () => supervisor.client(),
       runner: makePuller,
       sources,
-      loadTimeoutMs: managed.loadTimeoutMs ?? 600_000,
+      loadTimeoutMs: managed.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS,
       metrics: residencyMetrics,
       logger,
       tracer: options.tracer,
