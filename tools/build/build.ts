@@ -59,6 +59,9 @@ for (const service of chosen) {
       js: 'import { createRequire as shoalCreateRequire } from "node:module"; const require = shoalCreateRequire(import.meta.url);',
     },
   });
+  for (const [from, to] of Object.entries(service.assets ?? {})) {
+    await cp(join(root, from), join(dir, to), { recursive: true });
+  }
   for (const file of SHARED_FILES) {
     await mkdir(dirname(join(dir, "share", file)), { recursive: true });
     await cp(join(root, file), join(dir, "share", file), { recursive: true });

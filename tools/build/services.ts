@@ -4,6 +4,8 @@ export interface ServiceBuild {
   readonly name: string;
   /** Its main module, relative to the repository root. */
   readonly entry: string;
+  /** Directories it serves as they are, copied beside the bundle: repository path → name there. */
+  readonly assets?: Readonly<Record<string, string>>;
 }
 
 export const SERVICES: readonly ServiceBuild[] = [
@@ -14,6 +16,11 @@ export const SERVICES: readonly ServiceBuild[] = [
   { name: "blob-offloader", entry: "services/blob-offloader/src/main.ts" },
   { name: "router", entry: "services/router/src/main.ts" },
   { name: "local-queue", entry: "services/local-queue/src/main.ts" },
+  {
+    name: "console",
+    entry: "services/console/src/main.ts",
+    assets: { "services/console/web": "web" },
+  },
   // Makes every stream and bucket before the services start (a Job in the Helm chart).
   { name: "nats-bootstrap", entry: "tools/cluster/nats-auth.ts" },
 ];

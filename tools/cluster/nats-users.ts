@@ -25,6 +25,7 @@ export const NATS_USERS = [
   "blob-offloader",
   "local-queue",
   "keys",
+  "console",
 ] as const;
 export type NatsUser = (typeof NATS_USERS)[number];
 
@@ -167,6 +168,19 @@ export const PERMISSIONS: Readonly<Record<NatsUser, Permissions>> = {
   // Extends or returns the items its workers pulled, on the ack subjects they handed over.
   "local-queue": { publish: [`$JS.ACK.${WORK}.>`], subscribe: [inbox("local-queue")] },
   keys: { publish: [`${API}.INFO`, ...writeKv(TENANTS_BUCKET)], subscribe: [inbox("keys")] },
+  // Reads what the others publish, for the web console: it changes nothing and queues nothing.
+  console: {
+    publish: [
+      `${API}.INFO`,
+      `${API}.STREAM.INFO.${WORK}`,
+      `${API}.STREAM.INFO.${DEAD_LETTER_STREAM}`,
+      `${API}.CONSUMER.INFO.${WORK}.*`,
+      `${API}.STREAM.MSG.GET.${WORK}`,
+      ...watchKv(RESIDENCY_BUCKET),
+      ...watchKv(ADAPTER_INDEX_BUCKET),
+    ],
+    subscribe: [inbox("console"), "shoal.heartbeat.v1.*"],
+  },
 };
 
 /** The nats-server `authorization` block for these users and their passwords. */

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Starts the single-machine Shoal cluster in the foreground: nats-server (JetStream), the blob
-# offloader, the model-loader, the LoRA adapter registry, one worker with its sidecar, and
-# ingress (which annotates and queues requests itself).
+# offloader, the model-loader, the LoRA adapter registry, one worker with its sidecar, ingress
+# (which annotates and queues requests itself) and the web console.
 # Installs and builds whatever is missing first (tools/setup/bootstrap.sh), less the Python
-# clients, llama-cpp-python, the S3 test server and the Helm chart's checkers, which only the
-# tests use, and the trace backend, which `npm run traces` builds and starts. Ctrl-C stops everything; if any process
+# clients, llama-cpp-python, the S3 test server, the Helm chart's checkers and the browser,
+# which only the tests use, and the trace backend, which `npm run traces` builds and starts. Ctrl-C stops everything; if any process
 # dies, the rest are stopped too and the script exits non-zero.
 #
 # Traces: every process exports over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; with
@@ -15,7 +15,7 @@
 # Settings (environment): SHOAL_PORT (8080), SHOAL_NATS_PORT (4222), SHOAL_HOST (127.0.0.1),
 # LOG_LEVEL (info), SHOAL_WORKER_MEMORY_BYTES (4 GiB), and every service's own variables (see
 # README "Configuration"). The model-loader's API is on SHOAL_LOADER_PORT (8090), the adapter
-# registry's on SHOAL_REGISTRY_PORT (8091); Prometheus metrics of ingress, the worker, the
+# registry's on SHOAL_REGISTRY_PORT (8091), the web console on SHOAL_CONSOLE_PORT (8093); Prometheus metrics of ingress, the worker, the
 # model-loader, the registry and the blob offloader on SHOAL_INGRESS_METRICS_PORT (9400),
 # SHOAL_WORKER_METRICS_PORT (9401), SHOAL_LOADER_METRICS_PORT (9402),
 # SHOAL_REGISTRY_METRICS_PORT (9403) and SHOAL_OFFLOADER_METRICS_PORT (9404). Logs, the
@@ -27,7 +27,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "${root}"
 # SHOAL_SIDECAR_BUILT=1 (set by tools/test.sh, whose setup built it) skips the sidecar's build.
 bash tools/setup/bootstrap.sh --skip-python-clients --skip-llama-cpp-python --skip-s3-server \
-  --skip-trace-backend --skip-helm ${SHOAL_SIDECAR_BUILT:+--skip-sidecar}
+  --skip-trace-backend --skip-helm --skip-browser ${SHOAL_SIDECAR_BUILT:+--skip-sidecar}
 # shellcheck source=../setup/env.sh
 . tools/setup/env.sh
 npx nx run proto:generate --outputStyle=static >/dev/null
@@ -123,6 +123,16 @@ start worker as_user worker env SHOAL_METRICS_PORT="${SHOAL_WORKER_METRICS_PORT:
   $(service worker services/worker/src/main.ts)
 start ingress as_user ingress env SHOAL_METRICS_PORT="${SHOAL_INGRESS_METRICS_PORT:-9400}" \
   $(service ingress services/ingress/src/main.ts)
+# The web console reads what the others publish (heartbeats, residency, the work queue,
+# ingress's metrics) and the bench results in docs/bench and ${SHOAL_HOME}/bench.
+console_traces=()
+if [[ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]]; then
+  console_traces=(SHOAL_CONSOLE_TRACES_URL="http://127.0.0.1:${SHOAL_TRACES_QUERY_PORT:-16686}")
+fi
+start console as_user console env SHOAL_CONSOLE_PORT="${SHOAL_CONSOLE_PORT:-8093}" \
+  SHOAL_CONSOLE_INGRESS_METRICS="http://127.0.0.1:${SHOAL_INGRESS_METRICS_PORT:-9400}/metrics" \
+  SHOAL_CONSOLE_BENCH_DIRS="${root}/docs/bench,${SHOAL_HOME}/bench" "${console_traces[@]}" \
+  $(service console services/console/src/main.ts)
 
 probe='{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["warm-up"]}'
 if [[ "${SHOAL_AUTH:-}" == keys ]]; then
@@ -142,6 +152,7 @@ cat <<MSG
 [cluster] Try: curl -s ${host}:${port}/v1/embeddings -H 'content-type: application/json' \\
             -d '{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["hello world"]}'
 [cluster] LoRA adapters: http://${SHOAL_REGISTRY_HOST}:${SHOAL_REGISTRY_PORT}/v1/adapters (docs/lora-registry.md).
+[cluster] Console: http://${host}:${SHOAL_CONSOLE_PORT:-8093} (docs/console.md).
 [cluster] Ctrl-C stops the cluster.
 MSG
 wait -n

@@ -10,7 +10,7 @@
 #
 # Usage: bootstrap.sh [--skip-STEP ...] [STEP ...]
 #   STEP is one of: node nats-server models python-clients llama-cpp-python s3-server
-#   trace-backend helm sidecar (default: all, in that order).
+#   trace-backend helm browser sidecar (default: all, in that order).
 #   --skip-sidecar is the common one: it saves the sidecar's first release build (about 10
 #   minutes on two cores) when only TypeScript is being worked on; llama-cpp-python compiles
 #   llama.cpp once (about 6 minutes on two cores) for the tests of the sidecar's openai backend;
@@ -20,7 +20,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-all_steps=(node nats-server models python-clients llama-cpp-python s3-server trace-backend helm sidecar)
+all_steps=(node nats-server models python-clients llama-cpp-python s3-server trace-backend helm browser sidecar)
 steps=()
 skips=()
 for arg in "$@"; do
@@ -41,7 +41,7 @@ done
 
 # The lanes, each run in order. A step that needs another runs after it in the same lane.
 lanes=(
-  "node models python-clients"
+  "node models python-clients browser"
   "nats-server trace-backend helm"
   "sidecar s3-server"
   "llama-cpp-python"

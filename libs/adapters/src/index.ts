@@ -56,7 +56,7 @@ export {
   adapterObjectPrefix,
 } from "./store-records.js";
 export type { AdapterRecord, AdapterVersion, FileDigest } from "./store-records.js";
-export type { AdapterIndexChange, AdapterWatch } from "./adapter-watch.js";
+export { adapterWatch, type AdapterIndexChange, type AdapterWatch } from "./adapter-watch.js";
 export {
   AdapterConflictError,
   AdapterIntegrityError,

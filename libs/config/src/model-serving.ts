@@ -74,6 +74,8 @@ export interface SimModelParams {
   readonly maxInputTokens?: number;
   /** What the simulated model reports as its loaded size (`memory_bytes`). */
   readonly memoryBytes?: number;
+  /** How long a load takes on the simulated device, ms (0: instant). */
+  readonly loadMs?: number;
   readonly fixedUs?: number;
   readonly perSequenceUs?: number;
   readonly perPaddedTokenNs?: number;
@@ -97,6 +99,7 @@ const SIM_NUMBERS = [
   "dim",
   "maxInputTokens",
   "memoryBytes",
+  "loadMs",
   "fixedUs",
   "perSequenceUs",
   "perPaddedTokenNs",

@@ -42,6 +42,12 @@ export {
   type NatsAuth,
 } from "./connection.js";
 export { pull } from "./pull.js";
+export {
+  readModelConsumers,
+  readOldestStored,
+  readSubjectCounts,
+  type QueueReadError,
+} from "./queue-state.js";
 export { reportNatsReadiness, type ReadinessSink } from "./readiness.js";
 export {
   NoStreamError,

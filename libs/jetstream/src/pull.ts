@@ -36,8 +36,13 @@ export async function pull(
       ? { batch: request.batch, no_wait: true }
       : { batch: request.batch, expires: request.expiresMs * 1e6 };
   const guardMs = (request.expiresMs ?? 0) + 2_000;
+  // Drained, not dropped: when the process was stalled (CPU starved, paused), this timer can
+  // fire before the messages the server delivered meanwhile are read from the socket; a drain
+  // still hands them over, where an unsubscribe would leave them unacked until the ack wait.
   const guard = setTimeout(() => {
-    sub.unsubscribe();
+    sub.drain().catch(() => {
+      sub.unsubscribe();
+    });
   }, guardMs);
   try {
     nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(body), {

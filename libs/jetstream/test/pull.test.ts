@@ -1,6 +1,7 @@
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection } from "@nats-io/transport-node";
-import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
+import { join } from "node:path";
+import { ManagedProcess, startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   WorkMessage,
@@ -42,6 +43,29 @@ async function publish(n: number): Promise<void> {
 }
 
 describe("pull", () => {
+  it("hands over what was delivered while its process was paused past the pull's expiry", async () => {
+    const child = ManagedProcess.spawn(
+      process.execPath,
+      ["--import", "tsx", join(import.meta.dirname, "stalled-pull.ts"), nats.url, stream, consumer],
+      { env: process.env, stdin: "ignore" },
+    );
+    await child.waitForLine("stdout", (l) => l === "pulling", 30_000, "the pull");
+    process.kill(child.pid, "SIGSTOP");
+    try {
+      await publish(1);
+      // Past the pull's expiry (1 s) and its client-side guard (2 s more) while paused.
+      await new Promise((r) => setTimeout(r, 4_000));
+    } finally {
+      process.kill(child.pid, "SIGCONT");
+    }
+    const line = await child.waitForLine("stdout", (l) => l.startsWith("{"), 30_000, "the count");
+    expect(JSON.parse(line)).toEqual({ messages: 1 });
+    await child.exited;
+    // Taken and acknowledged by the paused process: nothing is left for a redelivery.
+    const info = await (await jetstreamManager(nc)).consumers.info(stream, consumer);
+    expect([info.num_pending, info.num_ack_pending]).toEqual([0, 0]);
+  }, 60_000);
+
   it("takes only what is queued with no_wait, and reports what is still pending", async () => {
     await publish(5);
     const first = await pull(nc, stream, consumer, { batch: 3 });

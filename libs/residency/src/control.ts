@@ -59,6 +59,12 @@ export interface HeartbeatModel {
   readonly memoryBytes: number;
   /** Items the sidecar has computed for it since it was loaded (its `stats` counter). */
   readonly items: number;
+  /** Batches the sidecar has run for it since it was loaded; absent from older workers. */
+  readonly batches?: number;
+  /** Microseconds the sidecar's model threads spent computing it since it was loaded. */
+  readonly busyUs?: number;
+  /** Items this worker pulled for it and handed back unrun, since it began pulling. */
+  readonly putBacks?: number;
 }
 
 export interface Heartbeat {
@@ -129,7 +135,15 @@ export function decodeHeartbeat(bytes: Uint8Array): Heartbeat {
         state: oneOf(e, "state", STATES),
         memoryBytes: uint(e, "memoryBytes"),
         items: uint(e, "items"),
+        ...optionalUint(e, "batches"),
+        ...optionalUint(e, "busyUs"),
+        ...optionalUint(e, "putBacks"),
       };
     }),
   };
+}
+
+/** `{ key: value }` when the map has the field (an unsigned integer), `{}` when it has not. */
+function optionalUint(m: Record<string, unknown>, key: string): Record<string, number> {
+  return m[key] === undefined ? {} : { [key]: uint(m, key) };
 }

@@ -96,7 +96,18 @@ describe("control protocol", () => {
       worker: "w1",
       node: "n1",
       capacityBytes: 300,
-      models: [{ model: "a", state: "resident", memoryBytes: 100, items: 3 }],
+      models: [
+        { model: "a", state: "resident", memoryBytes: 100, items: 3 },
+        {
+          model: "b",
+          state: "resident",
+          memoryBytes: 9,
+          items: 8,
+          batches: 2,
+          busyUs: 40,
+          putBacks: 1,
+        },
+      ],
     } as const;
     expect(decodeHeartbeat(encodeControl(hb))).toEqual(hb);
   });
@@ -121,5 +132,11 @@ describe("control protocol", () => {
     expect(() =>
       decodeHeartbeat(encode({ worker: "w", node: "n", capacityBytes: 1, models: "all" })),
     ).toThrow(ResidencyRecordError);
+    const counted = { model: "a", state: "resident", memoryBytes: 1, items: 1 };
+    expect(() =>
+      decodeHeartbeat(
+        encode({ worker: "w", node: "n", capacityBytes: 1, models: [{ ...counted, busyUs: -4 }] }),
+      ),
+    ).toThrow(/busyUs must be an unsigned integer/);
   });
 });

@@ -90,6 +90,8 @@ export interface SimLoadOptions {
   readonly maxInputTokens?: number;
   /** Memory the model reports; nothing is allocated. */
   readonly memoryBytes?: number;
+  /** How long the load takes, ms, spent on the model's thread as a real load would. */
+  readonly loadMs?: number;
   /** Per-batch overhead of the cost model, µs. */
   readonly fixedUs?: number;
   /** Per-input cost, µs. */
@@ -158,6 +160,7 @@ function simFields(sim: SimLoadOptions): Record<string, unknown> {
     dim: sim.dim,
     max_input_tokens: sim.maxInputTokens,
     memory_bytes: sim.memoryBytes,
+    load_ms: sim.loadMs,
     fixed_us: sim.fixedUs,
     per_sequence_us: sim.perSequenceUs,
     per_padded_token_ns: sim.perPaddedTokenNs,

@@ -10,6 +10,7 @@ export { startS3Server } from "./s3-server.js";
 export type { JaegerHandle } from "./jaeger.js";
 export { startJaeger } from "./jaeger.js";
 export {
+  chromiumBinary,
   jaegerBinary,
   llamaPython,
   minilmDir,

@@ -30,6 +30,11 @@ export interface NatsRestartOptions {
    * @default "SIGTERM"
    */
   readonly signal?: NodeJS.Signals;
+  /**
+   * Run while the server is down, before the new one starts: a test checks here what its
+   * clients do without a server (the restart waits for it).
+   */
+  readonly whileDown?: () => Promise<void>;
 }
 
 /** A running nats-server owned by a test. */
@@ -152,6 +157,7 @@ class RunningNatsServer implements NatsServerHandle {
   async restart(options: NatsRestartOptions = {}): Promise<void> {
     if (this.#stopped) throw new Error("restart of a nats-server that was stopped");
     await this.#child.terminate(options.signal ?? "SIGTERM");
+    await options.whileDown?.();
     this.#child = await launch(
       this.binary,
       this.port,

@@ -40,6 +40,12 @@ export function s3ServerBinary(): string {
   return executable("s3s-fs binary (tools/setup/s3-server.sh)", path, "SHOAL_S3_SERVER");
 }
 
+/** The headless browser of the console's tests: `SHOAL_CHROMIUM`, else Debian's Chromium. */
+export function chromiumBinary(): string {
+  const path = env("SHOAL_CHROMIUM") ?? "/usr/bin/chromium";
+  return executable("Chromium (tools/setup/browser.sh)", path, "SHOAL_CHROMIUM");
+}
+
 /** The trace backend (Jaeger v2): `SHOAL_JAEGER`, else `$SHOAL_HOME/bin/jaeger`. */
 export function jaegerBinary(): string {
   const path = env("SHOAL_JAEGER") ?? join(shoalHomePath(), "bin", "jaeger");

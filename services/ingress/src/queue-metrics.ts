@@ -1,6 +1,6 @@
-import type { ConsumerInfo, JetStreamManager, MsgRequest } from "@nats-io/jetstream";
+import type { ConsumerInfo, JetStreamManager } from "@nats-io/jetstream";
 import type { Catalog } from "@shoal/config";
-import { modelConsumerName, modelWorkFilter } from "@shoal/jetstream";
+import { readModelConsumers, readOldestStored } from "@shoal/jetstream";
 import { perScrape, type Logger } from "@shoal/telemetry";
 import { Counter, Gauge, type Registry } from "prom-client";
 
@@ -20,7 +20,12 @@ export function registerQueueMetrics(
   catalog: Catalog,
   logger: Logger,
 ): QueueArrivals {
-  const consumers = perScrape(() => readConsumers(jsm, stream, catalog, logger));
+  const keys = catalog.models.map((m) => m.key);
+  // No consumer yet, or the server is away: the scrape goes on without that model.
+  const unread = (what: string) => (model: string, err: unknown) => {
+    logger.debug({ err, model }, `queue metrics: ${what} unavailable`);
+  };
+  const consumers = perScrape(() => readModelConsumers(jsm, stream, keys, unread("consumer")));
   const gauge = (name: string, help: string, value: (info: ConsumerInfo) => number): void => {
     new Gauge({
       name,
@@ -50,7 +55,9 @@ export function registerQueueMetrics(
     "Work messages delivered more than once and not yet acknowledged.",
     (info) => info.num_redelivered,
   );
-  const oldest = perScrape(() => readOldest(jsm, stream, catalog, logger));
+  const oldest = perScrape(() =>
+    readOldestStored(jsm, stream, keys, unread("oldest message")),
+  );
   new Gauge({
     name: "shoal_queue_oldest_message_age_seconds",
     help: "Age of a model's oldest unfinished work message (queued or held by a worker); no sample when none is.",
@@ -74,49 +81,4 @@ export function registerQueueMetrics(
   return (model, bucket) => {
     arrivals.inc({ model, bucket: String(bucket) });
   };
-}
-
-/**
- * When each model's oldest unfinished work message was stored, Unix ms. The work stream keeps
- * a message until it is acknowledged, so the first one on a model's subjects is the oldest
- * not yet done.
- */
-async function readOldest(
-  jsm: JetStreamManager,
-  stream: string,
-  catalog: Catalog,
-  logger: Logger,
-): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const model of catalog.models) {
-    try {
-      // The server's message-get takes `next_by_subj` (the first message on or after `seq` on
-      // matching subjects); the client's type names only the other two forms.
-      const query = { seq: 1, next_by_subj: modelWorkFilter(model.key) } as MsgRequest;
-      const first = await jsm.streams.getMessage(stream, query);
-      if (first !== null) out.set(model.key, first.time.getTime());
-    } catch (err) {
-      logger.debug({ err, model: model.key }, "queue metrics: oldest message unavailable");
-    }
-  }
-  return out;
-}
-
-/** Each catalog model's consumer, by model key; models no worker has served yet have none. */
-async function readConsumers(
-  jsm: JetStreamManager,
-  stream: string,
-  catalog: Catalog,
-  logger: Logger,
-): Promise<Map<string, ConsumerInfo>> {
-  const out = new Map<string, ConsumerInfo>();
-  for (const model of catalog.models) {
-    try {
-      out.set(model.key, await jsm.consumers.info(stream, modelConsumerName(model.key)));
-    } catch (err) {
-      // No consumer yet, or the server is away: the scrape goes on without it.
-      logger.debug({ err, model: model.key }, "queue metrics: consumer unavailable");
-    }
-  }
-  return out;
 }

@@ -165,6 +165,7 @@ export class ModelPuller {
   readonly #threadsFreeAt: number[];
   #stopping = false;
   #loop: Promise<void> | undefined;
+  #putBackItems = 0;
 
   constructor(options: ModelPullerOptions) {
     this.#o = options;
@@ -179,6 +180,11 @@ export class ModelPuller {
 
   start(): void {
     this.#loop ??= this.#run();
+  }
+
+  /** Items pulled and handed back unrun since this puller started (the heartbeat reports it). */
+  putBacks(): number {
+    return this.#putBackItems;
   }
 
   /** Stops pulling; the batches in hand finish (or are put back) before this resolves. */
@@ -407,6 +413,7 @@ export class ModelPuller {
   /** Puts items back: to the machine-local queue when there is one, else NAK to JetStream. */
   async #putBack(messages: readonly WorkMessage[]): Promise<{ local: number; naked: number }> {
     if (messages.length === 0) return { local: 0, naked: 0 };
+    this.#putBackItems += messages.length;
     this.#o.metrics?.putBack(messages.length);
     const local = this.#o.localQueue;
     const atUs = wallClockUs();

@@ -24,6 +24,8 @@ export interface ModelRunner {
   start(): void;
   /** Stops pulling; resolves once the batches in hand are finished or put back. */
   stop(): Promise<void>;
+  /** Items pulled and handed back unrun so far; runners that never put back have none. */
+  putBacks?(): number;
 }
 
 export interface ResidentModelsOptions {
@@ -229,7 +231,10 @@ export class ResidentModels {
 
   /** Tells the model-loader what this worker holds, with the sidecar's own figures. */
   async #heartbeat(): Promise<void> {
-    const stats = new Map<string, { memoryBytes: number; items: number }>();
+    const stats = new Map<
+      string,
+      { memoryBytes: number; items: number; batches: number; busyUs: number }
+    >();
     try {
       const client = await Promise.race([
         this.#o.sidecar(),
@@ -243,12 +248,18 @@ export class ResidentModels {
     } catch {
       // A sidecar that is restarting reports nothing; the held states still go out.
     }
-    const models: HeartbeatModel[] = [...this.#held.values()].map((h) => ({
-      model: h.entry.key,
-      state: h.state,
-      memoryBytes: stats.get(h.entry.key)?.memoryBytes ?? h.memoryBytes,
-      items: stats.get(h.entry.key)?.items ?? 0,
-    }));
+    const models: HeartbeatModel[] = [...this.#held.values()].map((h) => {
+      const s = stats.get(h.entry.key);
+      const putBacks = h.runner?.putBacks?.();
+      return {
+        model: h.entry.key,
+        state: h.state,
+        memoryBytes: s?.memoryBytes ?? h.memoryBytes,
+        items: s?.items ?? 0,
+        ...(s === undefined ? {} : { batches: s.batches, busyUs: s.busyUs }),
+        ...(putBacks === undefined ? {} : { putBacks }),
+      };
+    });
     if (this.#o.nc.isClosed()) return;
     this.#o.nc.publish(
       heartbeatSubject(this.#o.node),

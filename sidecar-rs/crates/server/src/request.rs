@@ -545,6 +545,7 @@ mod tests {
                     ("per_sequence_us", V::from(3)),
                     ("per_padded_token_ns", V::Nil),
                     ("max_input_tokens", V::from(16)),
+                    ("load_ms", V::from(250)),
                 ]),
             ),
         ]);
@@ -561,6 +562,7 @@ mod tests {
         assert_eq!(sim.memory_bytes, 1 << 40);
         assert_eq!((sim.cost.fixed_us, sim.cost.per_sequence_us), (2.5, 3.0));
         assert_eq!(sim.cost.per_padded_token_ns, base.cost.per_padded_token_ns);
+        assert_eq!(sim.load_ms, 250);
         let body = load(&[
             ("backend", V::from("candle")),
             ("path", V::from("/d")),
@@ -638,6 +640,10 @@ mod tests {
             (
                 load(&[("sim", sim(&[("per_padded_token_ns", V::F64(f64::NAN))]))]),
                 "`sim.per_padded_token_ns` must be a finite number",
+            ),
+            (
+                load(&[("sim", sim(&[("load_ms", V::from(600_001))]))]),
+                "`sim.load_ms` must be in 0..=600000",
             ),
             (
                 load(&[("sim", sim(&[("profile", V::from("tpu-v9"))]))]),

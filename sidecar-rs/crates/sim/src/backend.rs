@@ -58,6 +58,10 @@ impl SimBackend {
                 }
             }
         };
+        // A real load copies weights to the device for a while; the model's thread is as busy.
+        if params.load_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(params.load_ms));
+        }
         Ok(Self { params, tokenizer })
     }
 

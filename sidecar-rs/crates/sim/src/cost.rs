@@ -49,6 +49,8 @@ pub struct SimParams {
     pub memory_bytes: u64,
     /// How long batches take.
     pub cost: CostModel,
+    /// How long a load takes (weights copied to the device), spent on the model's thread.
+    pub load_ms: u64,
 }
 
 /// A named set of defaults measured on real hardware.
@@ -95,6 +97,9 @@ impl Profile {
                 dim: 384,
                 max_input_tokens: 256,
                 memory_bytes: 90_261_504,
+                // Loads measured by the worker take ~1 s for MiniLM, most of it the worker's
+                // own fetch and checks; the simulated sidecar adds none unless asked.
+                load_ms: 0,
                 cost: CostModel {
                     fixed_us: 8_444.5,
                     // The non-negative fit drove this term to zero: on CPU, per-row work is
@@ -118,6 +123,7 @@ pub struct SimOverrides {
     pub fixed_us: Option<f64>,
     pub per_sequence_us: Option<f64>,
     pub per_padded_token_ns: Option<f64>,
+    pub load_ms: Option<u64>,
 }
 
 fn in_range(field: &'static str, value: u64, min: u64, max: u64) -> Result<usize, SimError> {
@@ -145,6 +151,9 @@ fn cost_term(field: &'static str, value: f64) -> Result<f64, SimError> {
     }
 }
 
+/// Ten minutes: longer than any real load, short enough that a typo cannot hang a test for ever.
+const MAX_LOAD_MS: u64 = 600_000;
+
 impl SimOverrides {
     /// The profile's parameters with every given field replaced, each checked for range.
     pub fn resolve(&self) -> Result<SimParams, SimError> {
@@ -164,6 +173,10 @@ impl SimOverrides {
                 None => base.max_input_tokens,
             },
             memory_bytes: self.memory_bytes.unwrap_or(base.memory_bytes),
+            load_ms: match self.load_ms {
+                Some(v) => in_range("load_ms", v, 0, MAX_LOAD_MS)? as u64,
+                None => base.load_ms,
+            },
             cost: CostModel {
                 fixed_us: match self.fixed_us {
                     Some(v) => cost_term("fixed_us", v)?,

@@ -28,6 +28,7 @@ fn params(dim: usize, max_input_tokens: usize, cost: CostModel) -> SimParams {
         max_input_tokens,
         memory_bytes: 123_456_789_000,
         cost,
+        load_ms: 0,
     }
 }
 

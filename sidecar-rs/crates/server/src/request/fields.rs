@@ -203,6 +203,7 @@ fn sim_overrides<'a>(r: &mut Reader<'a>, value: Item<'a>) -> Result<SimOverrides
                 out.max_input_tokens = Some(count("sim.max_input_tokens", value)?)
             }
             b"memory_bytes" => out.memory_bytes = Some(count("sim.memory_bytes", value)?),
+            b"load_ms" => out.load_ms = Some(count("sim.load_ms", value)?),
             b"fixed_us" => out.fixed_us = Some(number("sim.fixed_us", value)?),
             b"per_sequence_us" => out.per_sequence_us = Some(number("sim.per_sequence_us", value)?),
             b"per_padded_token_ns" => {
@@ -211,7 +212,7 @@ fn sim_overrides<'a>(r: &mut Reader<'a>, value: Item<'a>) -> Result<SimOverrides
             other => {
                 return Err(ProtocolError::bad_request(format!(
                     "unknown `sim` field `{}`; expected profile, dim, max_input_tokens, \
-                     memory_bytes, fixed_us, per_sequence_us or per_padded_token_ns",
+                     memory_bytes, load_ms, fixed_us, per_sequence_us or per_padded_token_ns",
                     String::from_utf8_lossy(other).escape_debug()
                 )));
             }
