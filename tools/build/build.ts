@@ -60,7 +60,11 @@ for (const service of chosen) {
     },
   });
   for (const [from, to] of Object.entries(service.assets ?? {})) {
-    await cp(join(root, from), join(dir, to), { recursive: true });
+    // Served files only: the type-checking config beside them stays in the repository.
+    await cp(join(root, from), join(dir, to), {
+      recursive: true,
+      filter: (path) => !path.endsWith("tsconfig.json"),
+    });
   }
   for (const file of SHARED_FILES) {
     await mkdir(dirname(join(dir, "share", file)), { recursive: true });

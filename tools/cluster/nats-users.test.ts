@@ -165,6 +165,28 @@ describe("NATS users", { timeout: 30_000 }, () => {
     await publishRefused(keys, "shoal.work.v1.m.b16");
   });
 
+  it("the console reads the queue, residency and heartbeats, and may change or take nothing", async () => {
+    const nc = await as("console");
+    const jsm = await jsmOf(nc);
+    const info = await jsm.streams.info("SHOAL_WORK", { subjects_filter: "shoal.work.v1.>" });
+    expect(info.config.name).toBe("SHOAL_WORK");
+    await jsm.streams.info("SHOAL_DEAD");
+    const residency = await new Kvm(nc).open(RESIDENCY_BUCKET);
+    const watch = await residency.watch({ key: ">" });
+    watch.stop();
+    const heartbeats = nc.subscribe("shoal.heartbeat.v1.*");
+    await nc.flush();
+    heartbeats.unsubscribe();
+    await refused(residency.put("replica.x", "1"));
+    await refused(jsm.streams.purge("SHOAL_WORK"));
+    await refused(jsm.consumers.add("SHOAL_WORK", { durable_name: "peek" }));
+    await publishRefused(nc, "$JS.API.CONSUMER.MSG.NEXT.SHOAL_WORK.work-m");
+    await publishRefused(nc, "shoal.work.v1.m.b16");
+    await publishRefused(nc, "shoal.control.v1.worker-1");
+    await publishRefused(nc, "shoal.heartbeat.v1.n1");
+    await refused(new Kvm(nc).open(TENANTS_BUCKET).then((kv) => kv.get("tenant.acme")));
+  });
+
   it("a service started before the bootstrap says which stream is missing and who makes it", async () => {
     const logger = createLogger({ service: "test", level: "warn" });
     await (await jsmOf(await as("bootstrap"))).streams.delete("SHOAL_WORK");

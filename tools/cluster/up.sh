@@ -124,14 +124,14 @@ start worker as_user worker env SHOAL_METRICS_PORT="${SHOAL_WORKER_METRICS_PORT:
 start ingress as_user ingress env SHOAL_METRICS_PORT="${SHOAL_INGRESS_METRICS_PORT:-9400}" \
   $(service ingress services/ingress/src/main.ts)
 # The web console reads what the others publish (heartbeats, residency, the work queue,
-# ingress's metrics) and the bench results in docs/bench and ${SHOAL_HOME}/bench.
+# ingress's metrics) and the bench results in docs/bench and bench-out/ (docs/console.md).
 console_traces=()
 if [[ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]]; then
   console_traces=(SHOAL_CONSOLE_TRACES_URL="http://127.0.0.1:${SHOAL_TRACES_QUERY_PORT:-16686}")
 fi
 start console as_user console env SHOAL_CONSOLE_PORT="${SHOAL_CONSOLE_PORT:-8093}" \
   SHOAL_CONSOLE_INGRESS_METRICS="http://127.0.0.1:${SHOAL_INGRESS_METRICS_PORT:-9400}/metrics" \
-  SHOAL_CONSOLE_BENCH_DIRS="${root}/docs/bench,${SHOAL_HOME}/bench" "${console_traces[@]}" \
+  SHOAL_CONSOLE_BENCH_DIRS="${root}/docs/bench,${root}/bench-out" "${console_traces[@]}" \
   $(service console services/console/src/main.ts)
 
 probe='{"model":"sentence-transformers/all-MiniLM-L6-v2","input":["warm-up"]}'

@@ -1,4 +1,4 @@
-export { accessMode, type AccessMode } from "./access-mode.js";
+export { accessMode, isLoopback, type AccessMode } from "./access-mode.js";
 export { audit, type AuditEvent } from "./audit.js";
 export {
   authenticate,

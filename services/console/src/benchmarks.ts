@@ -2,8 +2,12 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, join, resolve, sep } from "node:path";
 import type { BenchmarkView } from "./snapshot.js";
 
-/** Results shown, newest first; result files larger than this are skipped unread. */
-const MAX_RESULTS = 12;
+/**
+ * Results shown, newest first: those with charts (what a bench or autotune run draws), then
+ * those without. Result files larger than the limit are skipped unread.
+ */
+const MAX_CHARTED = 8;
+const MAX_PLAIN = 12;
 const MAX_RESULT_BYTES = 4 * 1024 * 1024;
 const MAX_HEADLINE = 8;
 
@@ -66,11 +70,15 @@ export class Benchmarks {
         });
       }
     }
-    this.#charts = charts;
-    return found
-      .sort((a, b) => b.modifiedAt - a.modifiedAt)
-      .slice(0, MAX_RESULTS)
-      .map(({ dir: _dir, ...view }) => view);
+    found.sort((a, b) => b.modifiedAt - a.modifiedAt || a.file.localeCompare(b.file));
+    const shown = [
+      ...found.filter((f) => f.charts.length > 0).slice(0, MAX_CHARTED),
+      ...found.filter((f) => f.charts.length === 0).slice(0, MAX_PLAIN),
+    ];
+    // Only the charts of the results shown are served.
+    const served = new Set(shown.flatMap((f) => f.charts));
+    this.#charts = new Map([...charts].filter(([path]) => served.has(path)));
+    return shown.map(({ dir: _dir, ...view }) => view);
   }
 }
 

@@ -50,6 +50,8 @@ export interface CollectorOptions {
   readonly ingress: IngressScraper | undefined;
   readonly traces: { readonly query: JaegerQuery; readonly uiUrl: string } | undefined;
   readonly benchmarks: Benchmarks;
+  /** The memory the model-loaders leave free on an accelerator of a size (drawn on its bar). */
+  readonly headroom: (capacityBytes: number) => number;
   /** Percentiles and slow requests cover this much history. */
   readonly windowMs: number;
   readonly logger: Logger;
@@ -90,7 +92,7 @@ export class Collector {
 
   constructor(options: CollectorOptions) {
     this.#o = options;
-    this.#fleet = new FleetState(options.catalog);
+    this.#fleet = new FleetState(options.catalog, options.headroom);
     this.#latency = new LatencyWindow(options.windowMs);
     this.#source("nats", "down", `connecting to ${options.natsServers}`);
     this.#source(
@@ -144,6 +146,7 @@ export class Collector {
       requests: {
         windowS: Math.round(this.#latency.spanS()),
         phases: this.#latency.phases(),
+        models: this.#latency.models(),
         slow: this.#slow,
       },
       benchmarks: this.#benchmarks,

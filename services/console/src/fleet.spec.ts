@@ -39,7 +39,7 @@ function beat(items: number, batches: number, busyUs: number, putBacks = 0): Hea
 
 describe("FleetState", () => {
   it("derives busy fraction, batch size and completions from two heartbeats", () => {
-    const fleet = new FleetState(catalog);
+    const fleet = new FleetState(catalog, (c) => c / 10);
     fleet.heartbeat(beat(100, 10, 1_000_000), 10_000);
     fleet.heartbeat(beat(160, 13, 1_500_000, 4), 12_000);
     const [node] = fleet.nodes(12_000);
@@ -47,6 +47,7 @@ describe("FleetState", () => {
     expect(worker).toMatchObject({
       worker: "w1",
       capacityBytes: 1000,
+      headroomBytes: 100,
       usedBytes: 300,
       stale: false,
       busyFraction: 0.25,
@@ -58,7 +59,7 @@ describe("FleetState", () => {
   });
 
   it("gives no rate across a reload (counters restarted), and marks then forgets a silent worker", () => {
-    const fleet = new FleetState(catalog);
+    const fleet = new FleetState(catalog, (c) => c / 10);
     fleet.heartbeat(beat(100, 10, 1_000_000), 0);
     fleet.heartbeat(beat(5, 1, 10_000), 1_000);
     expect(fleet.completionsPerS("a")).toBe(0);
@@ -68,7 +69,7 @@ describe("FleetState", () => {
   });
 
   it("turns replica records into loading, resident and gone events with durations", () => {
-    const fleet = new FleetState(catalog);
+    const fleet = new FleetState(catalog, (c) => c / 10);
     const record = { model: "b", worker: "w1", node: "n1", memoryBytes: 200 };
     fleet.replica({ ...record, state: "loading", sinceUnixMs: 1_000 }, 1_000);
     fleet.heartbeat({ ...beat(0, 0, 0), models: [] }, 1_100);

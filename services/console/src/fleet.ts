@@ -38,14 +38,17 @@ interface TrackedWorker {
  */
 export class FleetState {
   readonly #catalog: Catalog;
+  readonly #headroom: (capacityBytes: number) => number;
   readonly #workers = new Map<string, TrackedWorker>();
   /** `<model>/<worker>` → the loader's record and since when it has been known. */
   readonly #replicas = new Map<string, { record: ReplicaRecord; firstSeenAt: number }>();
   readonly #models = new Map<string, ModelRecord>();
   readonly #events: ResidencyEvent[] = [];
 
-  constructor(catalog: Catalog) {
+  /** @param headroom the memory the model-loader leaves free on an accelerator of a size. */
+  constructor(catalog: Catalog, headroom: (capacityBytes: number) => number) {
     this.#catalog = catalog;
+    this.#headroom = headroom;
   }
 
   heartbeat(hb: Heartbeat, atMs: number): void {
@@ -192,6 +195,7 @@ export class FleetState {
       worker: hb.worker,
       node: hb.node,
       capacityBytes: hb.capacityBytes,
+      headroomBytes: Math.min(hb.capacityBytes, this.#headroom(hb.capacityBytes)),
       usedBytes: copies.reduce((n, c) => n + c.memoryBytes, 0),
       lastSeenAt: w.at,
       stale: nowMs - w.at > STALE_MS,

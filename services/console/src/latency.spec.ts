@@ -44,15 +44,25 @@ describe("LatencyWindow", () => {
   it("reads percentiles from the window's bucket differences, and arrival rates", () => {
     const w = new LatencyWindow(60_000);
     w.add(ingressReading(0, parsePromText(page([0, 10, 10, 10, 10], 100), INGRESS_FAMILIES)));
-    // 100 more requests: 50 under 10 ms, 40 under 100 ms, 9 under 1 s, 1 over.
+    // 100 more requests: 30 under 10 ms, 60 more under 100 ms, 9 under 1 s, 1 over.
     w.add(
-      ingressReading(2_000, parsePromText(page([0, 60, 100, 109, 110], 140), INGRESS_FAMILIES)),
+      ingressReading(2_000, parsePromText(page([0, 40, 100, 109, 110], 140), INGRESS_FAMILIES)),
     );
     const total = w.phases().find((p) => p.phase === "total");
-    expect(total).toEqual({ phase: "total", count: 100, p50Ms: 10, p90Ms: 100, p99Ms: 1000 });
+    // The 50th request is the 20th of the 60 in (10, 100] ms: a third of the way, 40 ms.
+    expect(total?.p50Ms).toBeCloseTo(40, 9);
+    expect(total).toMatchObject({ phase: "total", count: 100, p90Ms: 100, p99Ms: 1000 });
+    expect(w.models()).toMatchObject([{ model: "org/a", count: 100, p90Ms: 100 }]);
     expect(w.phases().find((p) => p.phase === "compute")).toEqual({ phase: "compute", count: 0 });
     expect(w.arrivalsPerS("a")).toBe(40);
     expect(w.spanS()).toBe(2);
+  });
+
+  it("answers the largest finite edge for requests past the last bucket", () => {
+    const w = new LatencyWindow(60_000);
+    w.add(ingressReading(0, parsePromText(page([0, 0, 0, 0, 0], 0), INGRESS_FAMILIES)));
+    w.add(ingressReading(1_000, parsePromText(page([0, 0, 0, 0, 10], 0), INGRESS_FAMILIES)));
+    expect(w.phases().find((p) => p.phase === "total")).toMatchObject({ count: 10, p50Ms: 1000 });
   });
 
   it("starts again when an ingress restarted (its counters went back)", () => {

@@ -1,10 +1,13 @@
 import type { PromSample } from "./prom-text.js";
-import type { PhaseLatency } from "./snapshot.js";
+import type { ModelLatency, PhaseLatency } from "./snapshot.js";
 
-/** What one scrape of every ingress yields, summed over ingresses, routes and models. */
+/** What one scrape of every ingress yields, summed over ingresses and routes. */
 export interface IngressReading {
   readonly at: number;
-  /** phase (`total` for the whole request) → bucket upper edge (s) → cumulative count. */
+  /**
+   * `phase:<name>` (`phase:total` for the whole request, over every model) or `model:<id>`
+   * (whole requests of one model) → bucket upper edge (s) → cumulative count.
+   */
   readonly buckets: ReadonlyMap<string, ReadonlyMap<number, number>>;
   /** model key → items stored in the work stream so far. */
   readonly arrivals: ReadonlyMap<string, number>;
@@ -30,9 +33,13 @@ export function ingressReading(at: number, samples: readonly PromSample[]): Ingr
     const le = s.labels["le"];
     if (phase === undefined || le === undefined) continue;
     const edge = le === "+Inf" ? Number.POSITIVE_INFINITY : Number(le);
-    const byEdge = buckets.get(phase) ?? new Map<number, number>();
-    byEdge.set(edge, (byEdge.get(edge) ?? 0) + s.value);
-    buckets.set(phase, byEdge);
+    const add = (series: string): void => {
+      const byEdge = buckets.get(series) ?? new Map<number, number>();
+      byEdge.set(edge, (byEdge.get(edge) ?? 0) + s.value);
+      buckets.set(series, byEdge);
+    };
+    add(`phase:${phase}`);
+    if (s.name === DURATION) add(`model:${s.labels["model"] ?? "unknown"}`);
   }
   return { at, buckets, arrivals };
 }
@@ -71,25 +78,37 @@ export class LatencyWindow {
   }
 
   phases(): PhaseLatency[] {
+    return PHASES.map((phase) => ({ phase, ...this.#percentiles(`phase:${phase}`) }));
+  }
+
+  /** Whole-request latency per model id, busiest first. */
+  models(): ModelLatency[] {
+    const last = this.#readings.at(-1);
+    if (last === undefined) return [];
+    return [...last.buckets.keys()]
+      .filter((k) => k.startsWith("model:"))
+      .map((k) => ({ model: k.slice("model:".length), ...this.#percentiles(k) }))
+      .filter((m) => m.count > 0)
+      .sort((a, b) => b.count - a.count);
+  }
+
+  #percentiles(series: string): Omit<PhaseLatency, "phase"> {
     const first = this.#readings[0];
     const last = this.#readings.at(-1);
-    return PHASES.map((phase) => {
-      if (first === undefined || last === undefined || first === last) return { phase, count: 0 };
-      const now = last.buckets.get(phase) ?? new Map<number, number>();
-      const then = first.buckets.get(phase) ?? new Map<number, number>();
-      const counts = [...now]
-        .map(([edge, n]): [number, number] => [edge, n - (then.get(edge) ?? 0)])
-        .sort(([a], [b]) => a - b);
-      const count = counts.at(-1)?.[1] ?? 0;
-      if (count <= 0) return { phase, count: 0 };
-      return {
-        phase,
-        count,
-        ...quantileMs("p50Ms", counts, count * 0.5),
-        ...quantileMs("p90Ms", counts, count * 0.9),
-        ...quantileMs("p99Ms", counts, count * 0.99),
-      };
-    });
+    if (first === undefined || last === undefined || first === last) return { count: 0 };
+    const now = last.buckets.get(series) ?? new Map<number, number>();
+    const then = first.buckets.get(series) ?? new Map<number, number>();
+    const counts = [...now]
+      .map(([edge, n]): [number, number] => [edge, n - (then.get(edge) ?? 0)])
+      .sort(([a], [b]) => a - b);
+    const count = counts.at(-1)?.[1] ?? 0;
+    if (count <= 0) return { count: 0 };
+    return {
+      count,
+      ...quantileMs("p50Ms", counts, count * 0.5),
+      ...quantileMs("p90Ms", counts, count * 0.9),
+      ...quantileMs("p99Ms", counts, count * 0.99),
+    };
   }
 
   /** Items a second ingress stored for model `key` between the last two readings. */
@@ -103,26 +122,33 @@ export class LatencyWindow {
   }
 }
 
-/** The upper edge of the bucket holding the `rank`-th request, in ms (the largest finite edge for +Inf). */
+/**
+ * The `rank`-th request's latency in ms, interpolated linearly inside its bucket as
+ * Prometheus's `histogram_quantile` does; in the `+Inf` bucket, the largest finite edge.
+ */
 function quantileMs(
   key: "p50Ms" | "p90Ms" | "p99Ms",
   cumulative: readonly [number, number][],
   rank: number,
 ): Record<string, number> {
-  const finite = cumulative.filter(([edge]) => Number.isFinite(edge));
+  let lowerEdge = 0;
+  let below = 0;
   for (const [edge, n] of cumulative) {
     if (n >= rank) {
-      const ms = Number.isFinite(edge) ? edge * 1000 : (finite.at(-1)?.[0] ?? 0) * 1000;
-      return { [key]: ms };
+      if (!Number.isFinite(edge)) return { [key]: lowerEdge * 1000 };
+      const share = n > below ? (rank - below) / (n - below) : 1;
+      return { [key]: (lowerEdge + (edge - lowerEdge) * share) * 1000 };
     }
+    lowerEdge = edge;
+    below = n;
   }
   return {};
 }
 
 function wentBack(before: IngressReading, now: IngressReading): boolean {
-  for (const [phase, edges] of before.buckets) {
+  for (const [series, edges] of before.buckets) {
     const inf = edges.get(Number.POSITIVE_INFINITY) ?? 0;
-    const nowInf = now.buckets.get(phase)?.get(Number.POSITIVE_INFINITY) ?? 0;
+    const nowInf = now.buckets.get(series)?.get(Number.POSITIVE_INFINITY) ?? 0;
     if (nowInf < inf) return true;
   }
   return false;

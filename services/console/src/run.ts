@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { Catalog } from "@shoal/config";
 import type { NatsAuth } from "@shoal/jetstream";
+import { compileResidencyPolicyOptions } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import { JaegerQuery } from "@shoal/traces";
 import { Benchmarks } from "./benchmarks.js";
@@ -23,6 +24,14 @@ export interface ConsoleOptions {
   readonly ingressMetrics?: readonly string[];
   /** Jaeger's query API, for the slowest recent requests; and its UI, for their links. */
   readonly traces?: { readonly queryUrl: string; readonly uiUrl?: string | undefined } | undefined;
+  /**
+   * The model-loaders' headroom settings (`SHOAL_HEADROOM_BYTES`, `SHOAL_HEADROOM_PERCENT`), to
+   * mark it on each accelerator's memory bar; their defaults when unset.
+   */
+  readonly headroom?: {
+    readonly bytes?: number | undefined;
+    readonly fraction?: number | undefined;
+  };
   /** Directories holding bench and autotune results. */
   readonly benchmarkDirs?: readonly string[];
   /** History the latency percentiles and slow requests cover. @default 300000 (5 minutes) */
@@ -47,6 +56,10 @@ export async function run(options: ConsoleOptions): Promise<RunningConsole> {
   const web = await loadWebFiles(options.webDir ?? defaultWebDir());
   const benchmarks = new Benchmarks(options.benchmarkDirs ?? []);
   const urls = options.ingressMetrics ?? [];
+  const policy = compileResidencyPolicyOptions({
+    headroomBytes: options.headroom?.bytes,
+    headroomFraction: options.headroom?.fraction,
+  });
   const collector = new Collector({
     natsServers: options.natsServers,
     natsAuth: options.natsAuth ?? {},
@@ -60,6 +73,7 @@ export async function run(options: ConsoleOptions): Promise<RunningConsole> {
             uiUrl: options.traces.uiUrl ?? options.traces.queryUrl,
           },
     benchmarks,
+    headroom: (capacity) => Math.max(policy.headroomBytes, policy.headroomFraction * capacity),
     windowMs: options.windowMs ?? 300_000,
     logger: options.logger,
     readiness: options.readiness,

@@ -23,14 +23,20 @@ export async function slowRequests(
     limit: TRACES_READ,
   });
   const base = uiUrl.replace(/\/+$/, "");
-  return groupTraces(spans)
-    .map((t) => ({
-      traceId: t.traceId,
-      name: t.root.name,
-      durationMs: durationUs(t.root) / 1000,
-      at: t.root.startUs / 1000,
-      url: `${base}/trace/${t.traceId}`,
-    }))
-    .sort((a, b) => b.durationMs - a.durationMs)
-    .slice(0, SLOWEST);
+  return (
+    groupTraces(spans)
+      // Rooted at ingress's request span (`ingress.<route>`, a server span; its parent, if any,
+      // is the client's). A trace whose request span has not been exported yet (the request
+      // is still running, or its batch is on its way) is left out: its root would be a part.
+      .filter((t) => t.root.service === "shoal-ingress" && t.root.name.startsWith("ingress."))
+      .map((t) => ({
+        traceId: t.traceId,
+        name: t.root.name,
+        durationMs: durationUs(t.root) / 1000,
+        at: t.root.startUs / 1000,
+        url: `${base}/trace/${t.traceId}`,
+      }))
+      .sort((a, b) => b.durationMs - a.durationMs)
+      .slice(0, SLOWEST)
+  );
 }

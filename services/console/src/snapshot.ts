@@ -42,6 +42,8 @@ export interface WorkerView {
   readonly worker: string;
   readonly node: string;
   readonly capacityBytes: number;
+  /** What the model-loader keeps free: copies are placed only below `capacity − headroom`. */
+  readonly headroomBytes: number;
   /** Memory of the copies it holds (loading copies at their expected size). */
   readonly usedBytes: number;
   /** Unix ms of its last heartbeat. */
@@ -128,6 +130,8 @@ export interface RequestsView {
   /** Seconds of history the percentiles cover (up to the configured window). */
   readonly windowS: number;
   readonly phases: readonly PhaseLatency[];
+  /** Whole requests per model, busiest first. */
+  readonly models: readonly ModelLatency[];
   /** The slowest recent traced requests, when a trace backend is configured. */
   readonly slow: readonly SlowRequest[];
 }
@@ -136,7 +140,16 @@ export interface PhaseLatency {
   /** `total`, or a `Server-Timing` phase: annotate, queue, batch, compute. */
   readonly phase: string;
   readonly count: number;
-  /** Milliseconds, read from the histogram's buckets (upper edges); absent with no requests. */
+  /** Milliseconds, interpolated within the histogram's buckets; absent with no requests. */
+  readonly p50Ms?: number;
+  readonly p90Ms?: number;
+  readonly p99Ms?: number;
+}
+
+export interface ModelLatency {
+  /** Catalog id (`unknown` for requests refused before a model was read). */
+  readonly model: string;
+  readonly count: number;
   readonly p50Ms?: number;
   readonly p90Ms?: number;
   readonly p99Ms?: number;

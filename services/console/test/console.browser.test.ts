@@ -120,7 +120,8 @@ it("shows each accelerator with the models the model-loader placed on it", async
     bars.map((b) => b.getAttribute("aria-label") ?? ""),
   );
   expect(labels).toHaveLength(2);
-  for (const label of labels) expect(label).toMatch(/of 4\.7 GiB used/);
+  // 5 GB accelerators, less the model-loader's default 10 % headroom.
+  for (const label of labels) expect(label).toMatch(/of 4\.7 GiB used, .* free, 477 MiB headroom$/);
   const pinned = await page.$$eval("li[data-model] .tag.pinned", (tags) => tags.length);
   expect(pinned).toBe(2);
   await shot("fleet");
@@ -199,8 +200,31 @@ it("shows latency percentiles per phase from ingress's metrics", async () => {
     (td) => td.textContent,
   );
   expect(Number(queueP99)).toBeGreaterThanOrEqual(1_000);
+  const pinnedA = await page.$eval(
+    `tr[data-latency-model="${PINNED_A}"] td`,
+    (td) => td.textContent,
+  );
+  expect(Number(pinnedA)).toBeGreaterThanOrEqual(40);
+  // Every request was traced: the slowest are listed, each linked to its trace in Jaeger.
+  const links = await page.waitForFunction(
+    () => {
+      const hrefs = [...document.querySelectorAll<HTMLAnchorElement>("ol.slow a")].map(
+        (a) => a.href,
+      );
+      return hrefs.length > 0 ? hrefs : false;
+    },
+    { timeout: 20_000, polling: 250 },
+  );
+  const hrefs = (await links.jsonValue()) || [];
+  expect(hrefs.length).toBeGreaterThan(0);
+  const traceId = /\/trace\/([0-9a-f]{32})$/.exec(hrefs[0] ?? "")?.[1];
+  expect(traceId).toBeDefined();
+  const spans = await cluster.jaeger.query.trace(traceId ?? "");
+  const root = spans.find((sp) => sp.parentSpanId === "");
+  // The slowest waited seconds (for the cold load, or in the paused worker's queue).
+  expect(((root?.endUs ?? 0) - (root?.startUs ?? 0)) / 1000).toBeGreaterThan(1_000);
   await shot("requests");
-}, 30_000);
+}, 40_000);
 
 it("lists the bench results it finds with their charts", async () => {
   await view("benchmarks");

@@ -3,6 +3,8 @@ import { request, type IncomingMessage } from "node:http";
 import { join } from "node:path";
 import {
   freePort,
+  ManagedProcess,
+  repoRoot,
   simEmbeddingEntry,
   startNatsServer,
   startService,
@@ -126,4 +128,23 @@ it("feeds a hundred open pages, refuses pages past its limit, and takes new ones
   pages[0]?.close();
   await expect.poll(async () => (await openPage()).status, { timeout: 5_000 }).toBe(200);
   for (const p of pages) p.close();
+}, 30_000);
+
+it("refuses to show the fleet to a network unless told to, naming the way out", async () => {
+  const child = ManagedProcess.spawn(
+    process.execPath,
+    ["--import", "tsx", join(repoRoot(), "services", "console", "src", "main.ts")],
+    {
+      env: {
+        ...process.env,
+        NATS_URL: nats.url,
+        SHOAL_CATALOG: catalog,
+        SHOAL_CONSOLE_HOST: "0.0.0.0",
+      },
+      stdin: "ignore",
+    },
+  );
+  const exit = await child.exited;
+  expect(exit.code).not.toBe(0);
+  expect(child.output()).toContain("set SHOAL_CONSOLE_OPEN=1 to serve that network");
 }, 30_000);

@@ -5,9 +5,11 @@ import {
   repoRoot,
   sidecarBinary,
   simEmbeddingEntry,
+  startJaeger,
   startNatsServer,
   startService,
   tempDir,
+  type JaegerHandle,
   type NatsServerHandle,
   type ServiceHandle,
 } from "@shoal/testing";
@@ -35,6 +37,8 @@ export function simModel(
 
 export interface FleetCluster {
   readonly nats: NatsServerHandle;
+  /** The trace backend every process exports every trace to. */
+  readonly jaeger: JaegerHandle;
   readonly workers: readonly ServiceHandle[];
   readonly ingressUrl: string;
   readonly loaderUrl: string;
@@ -45,7 +49,8 @@ export interface FleetCluster {
 /**
  * The cluster `npm start` runs, as separate processes, on one node whose accelerators are
  * simulated: nats-server, a model-loader placing the catalog's models, `workers` workers each
- * with a simulated sidecar of `capacityBytes`, ingress, and the console reading them all.
+ * with a simulated sidecar of `capacityBytes`, ingress, the trace backend, and the console
+ * reading them all.
  */
 export async function startFleetCluster(options: {
   readonly models: readonly Record<string, unknown>[];
@@ -56,6 +61,7 @@ export async function startFleetCluster(options: {
   const catalog = join(dir, "catalog.json");
   await writeFile(catalog, JSON.stringify({ models: options.models }));
   const nats = await startNatsServer();
+  const jaeger = await startJaeger();
   const started: ServiceHandle[] = [];
   // Heartbeats every 2 s: a worker paused for a few seconds stays placed (the loader forgets
   // a worker after three silent intervals).
@@ -65,6 +71,8 @@ export async function startFleetCluster(options: {
     SHOAL_NODE_ID: "n1",
     SHOAL_HEARTBEAT_MS: "2000",
     LOG_LEVEL: "info",
+    OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+    OTEL_TRACES_SAMPLER: "always_on",
   };
   try {
     const loaderPort = await freePort();
@@ -110,12 +118,14 @@ export async function startFleetCluster(options: {
           SHOAL_CONSOLE_PORT: String(consolePort),
           SHOAL_CONSOLE_INGRESS_METRICS: `http://127.0.0.1:${ingressMetricsPort}/metrics`,
           SHOAL_CONSOLE_BENCH_DIRS: join(repoRoot(), "docs", "bench"),
+          SHOAL_CONSOLE_TRACES_URL: jaeger.queryUrl,
         },
         readyMessage: "console listening",
       }),
     );
     return {
       nats,
+      jaeger,
       workers,
       ingressUrl: `http://127.0.0.1:${ingressPort}`,
       loaderUrl: `http://127.0.0.1:${loaderPort}`,
@@ -123,11 +133,13 @@ export async function startFleetCluster(options: {
       async stop() {
         for (const s of started.reverse()) await s.stop();
         await nats.stop();
+        await jaeger.stop();
       },
     };
   } catch (err) {
     for (const s of started.reverse()) await s.stop();
     await nats.stop();
+    await jaeger.stop();
     throw err;
   }
 }

@@ -53,6 +53,7 @@ function drawSources(s) {
   document.getElementById("sources")?.replaceChildren(...badges);
   const nats = s.sources.nats;
   const banner = /** @type {HTMLElement} */ (document.getElementById("banner"));
+  document.querySelector("main")?.classList.toggle("stale-data", nats.state === "down");
   if (nats.state === "down") {
     banner.hidden = false;
     banner.dataset["reason"] = "nats";

@@ -54,18 +54,25 @@ export function ago(ms) {
 }
 
 /**
- * A memory bar: one segment per copy, then free space up to the headroom line.
+ * A memory bar: one segment per copy, then free space, with the headroom the model-loader
+ * keeps free marked at its right end.
  *
  * @param {number} capacity
+ * @param {number} headroom
  * @param {{ label: string, bytes: number, state: string }[]} segments
  */
-export function memoryBar(capacity, segments) {
+export function memoryBar(capacity, headroom, segments) {
   const bar = el("div", { class: "membar", role: "img" });
   const used = segments.reduce((n, s) => n + s.bytes, 0);
   bar.setAttribute(
     "aria-label",
-    `${bytes(used)} of ${bytes(capacity)} used, ${bytes(Math.max(0, capacity - used))} free`,
+    `${bytes(used)} of ${bytes(capacity)} used, ${bytes(Math.max(0, capacity - used))} free, ${bytes(headroom)} headroom`,
   );
+  if (capacity > 0 && headroom > 0) {
+    const mark = el("span", { class: "headroom", title: `headroom ${bytes(headroom)}` });
+    mark.style.width = `${Math.min(100, (headroom / capacity) * 100)}%`;
+    bar.append(mark);
+  }
   for (const s of segments) {
     const width = capacity > 0 ? Math.min(100, (s.bytes / capacity) * 100) : 0;
     const seg = el("span", {
@@ -108,14 +115,20 @@ export function sparkline(values, label) {
 }
 
 /**
+ * A table; headers ending in `#` are numeric columns, aligned right like their cells.
+ *
  * @param {string[]} headers
  * @param {HTMLElement[]} rows
  */
 export function table(headers, rows) {
+  const th = (/** @type {string} */ h) =>
+    h.endsWith("#")
+      ? el("th", { scope: "col", class: "num" }, h.slice(0, -1))
+      : el("th", { scope: "col" }, h);
   return el(
     "table",
     {},
-    el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", { scope: "col" }, h)))),
+    el("thead", {}, el("tr", {}, ...headers.map(th))),
     el("tbody", {}, ...rows),
   );
 }

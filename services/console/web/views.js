@@ -7,11 +7,22 @@ export function fleetView(s) {
   if (s.nodes.length === 0) {
     return [el("p", { class: "empty" }, "No worker has sent a heartbeat yet.")];
   }
-  return s.nodes.map((node) =>
-    el(
+  return s.nodes.map((node) => {
+    const capacity = node.workers.reduce((n, w) => n + w.capacityBytes, 0);
+    const used = node.workers.reduce((n, w) => n + w.usedBytes, 0);
+    return el(
       "div",
       { class: "node", "data-node": node.node },
-      el("h2", {}, `Node ${node.node}`),
+      el(
+        "h2",
+        {},
+        `Node ${node.node}`,
+        el(
+          "span",
+          { class: "meta" },
+          ` ${node.workers.length} accelerator${node.workers.length === 1 ? "" : "s"} · ${bytes(used)} of ${bytes(capacity)} in use`,
+        ),
+      ),
       el(
         "div",
         { class: "cards" },
@@ -29,14 +40,15 @@ export function fleetView(s) {
             ),
             memoryBar(
               w.capacityBytes,
+              w.headroomBytes,
               w.copies.map((c) => ({ label: c.id, bytes: c.memoryBytes, state: c.state })),
             ),
             el(
               "p",
               { class: "meta" },
-              `${bytes(w.usedBytes)} used · ${bytes(free)} free of ${bytes(w.capacityBytes)} · busy `,
+              `${bytes(w.usedBytes)} used · ${bytes(free)} free of ${bytes(w.capacityBytes)} (headroom ${bytes(w.headroomBytes)}) · busy `,
               el("b", { "data-busy": w.busyFraction.toFixed(3) }, percent(w.busyFraction)),
-              ` · batch ${num(w.batchSize)}`,
+              ` · batch ${w.batchSize > 0 ? num(w.batchSize) : "–"}`,
             ),
             el(
               "ul",
@@ -58,8 +70,8 @@ export function fleetView(s) {
           );
         }),
       ),
-    ),
-  );
+    );
+  });
 }
 
 /** @param {Snapshot} s */
@@ -98,15 +110,15 @@ export function queuesView(s) {
     table(
       [
         "model",
-        "depth",
-        "waiting",
-        "held",
+        "depth#",
+        "waiting#",
+        "held#",
         "by length bucket",
-        "oldest",
-        "arrivals/s",
-        "done/s",
-        "put back",
-        "dead letters",
+        "oldest#",
+        "arrivals/s#",
+        "done/s#",
+        "put back#",
+        "dead letters#",
         "last 2 min",
       ],
       rows,
@@ -165,23 +177,25 @@ export function modelsView(s) {
     el("h2", {}, "Loads and evictions"),
     events.length === 0
       ? el("p", { class: "empty" }, "None since the console started.")
-      : table(["time", "model", "worker", "event", ""], events),
+      : table(["time", "model", "worker", "event", "#"], events),
   ];
 }
 
 /** @param {Snapshot} s */
 export function requestsView(s) {
   const r = s.requests;
+  /** @param {{ count: number, p50Ms?: number, p90Ms?: number, p99Ms?: number }} p */
+  const cells = (p) => [
+    el("td", { class: "num" }, p.count),
+    el("td", { class: "num" }, num(p.p50Ms)),
+    el("td", { class: "num" }, num(p.p90Ms)),
+    el("td", { class: "num" }, num(p.p99Ms)),
+  ];
   const rows = r.phases.map((p) =>
-    el(
-      "tr",
-      { "data-phase": p.phase },
-      el("th", { scope: "row" }, p.phase),
-      el("td", { class: "num" }, p.count),
-      el("td", { class: "num" }, num(p.p50Ms)),
-      el("td", { class: "num" }, num(p.p90Ms)),
-      el("td", { class: "num" }, num(p.p99Ms)),
-    ),
+    el("tr", { "data-phase": p.phase }, el("th", { scope: "row" }, p.phase), ...cells(p)),
+  );
+  const models = r.models.map((m) =>
+    el("tr", { "data-latency-model": m.model }, el("th", { scope: "row" }, m.model), ...cells(m)),
   );
   const slow = r.slow.map((q) =>
     el(
@@ -196,8 +210,17 @@ export function requestsView(s) {
     ),
   );
   return [
-    el("h2", {}, `Latency over the last ${r.windowS} s (ms, bucket upper edges)`),
-    table(["phase", "requests", "p50", "p90", "p99"], rows),
+    el("h2", {}, `Latency by phase over the last ${r.windowS} s (ms)`),
+    el(
+      "p",
+      { class: "hint" },
+      "From ingress's histograms, interpolated within their buckets as Prometheus does. Phases are those of every answer's Server-Timing header.",
+    ),
+    table(["phase", "requests#", "p50#", "p90#", "p99#"], rows),
+    el("h2", {}, "Whole requests by model"),
+    models.length === 0
+      ? el("p", { class: "empty" }, "No requests in the window.")
+      : table(["model", "requests#", "p50#", "p90#", "p99#"], models),
     el("h2", {}, "Slowest traced requests"),
     s.sources.traces.state === "off"
       ? el(
@@ -216,26 +239,46 @@ export function benchmarksView(s) {
   if (s.benchmarks.length === 0) {
     return [el("p", { class: "empty" }, "No bench or autotune results found.")];
   }
-  return s.benchmarks.map((b) =>
-    el(
-      "article",
-      { class: "bench", "data-bench": b.file },
-      el("h2", {}, b.file, b.scenario !== undefined && el("span", { class: "tag" }, b.scenario)),
-      el("p", { class: "meta" }, `written ${new Date(b.modifiedAt).toLocaleString()}`),
+  // Knee charts first (newest first), then the results that have none, as one table.
+  const charted = s.benchmarks.filter((b) => b.charts.length > 0);
+  const plain = s.benchmarks.filter((b) => b.charts.length === 0);
+  /** @param {Readonly<Record<string, number>>} h */
+  const headline = (h) =>
+    Object.entries(h)
+      .map(([k, v]) => `${k} ${num(v, 2)}`)
+      .join(" · ");
+  return [
+    ...charted.map((b) =>
       el(
-        "p",
-        { class: "meta" },
-        Object.entries(b.headline)
-          .map(([k, v]) => `${k} ${num(v, 2)}`)
-          .join(" · "),
-      ),
-      el(
-        "div",
-        { class: "charts" },
-        ...b.charts.map((c) =>
-          el("img", { src: `/bench/${c}`, alt: `chart ${c}`, loading: "lazy" }),
+        "article",
+        { class: "bench", "data-bench": b.file },
+        el("h2", {}, b.file, b.scenario !== undefined && el("span", { class: "tag" }, b.scenario)),
+        el(
+          "p",
+          { class: "meta" },
+          `written ${new Date(b.modifiedAt).toLocaleString()} · ${headline(b.headline)}`,
+        ),
+        el(
+          "div",
+          { class: "charts" },
+          ...b.charts.map((c) => el("img", { src: `/bench/${c}`, alt: `chart ${c}` })),
         ),
       ),
     ),
-  );
+    plain.length > 0 && el("h2", {}, "Results without charts"),
+    plain.length > 0 &&
+      table(
+        ["result", "scenario", "written", "figures"],
+        plain.map((b) =>
+          el(
+            "tr",
+            { "data-bench": b.file },
+            el("th", { scope: "row" }, b.file),
+            el("td", {}, b.scenario ?? ""),
+            el("td", {}, new Date(b.modifiedAt).toLocaleString()),
+            el("td", {}, headline(b.headline)),
+          ),
+        ),
+      ),
+  ].filter((n) => n !== false);
 }

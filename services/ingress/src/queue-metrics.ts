@@ -55,9 +55,7 @@ export function registerQueueMetrics(
     "Work messages delivered more than once and not yet acknowledged.",
     (info) => info.num_redelivered,
   );
-  const oldest = perScrape(() =>
-    readOldestStored(jsm, stream, keys, unread("oldest message")),
-  );
+  const oldest = perScrape(() => readOldestStored(jsm, stream, keys, unread("oldest message")));
   new Gauge({
     name: "shoal_queue_oldest_message_age_seconds",
     help: "Age of a model's oldest unfinished work message (queued or held by a worker); no sample when none is.",
