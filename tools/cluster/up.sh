@@ -131,6 +131,7 @@ if [[ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]]; then
 fi
 start console as_user console env SHOAL_CONSOLE_PORT="${SHOAL_CONSOLE_PORT:-8093}" \
   SHOAL_CONSOLE_INGRESS_METRICS="http://127.0.0.1:${SHOAL_INGRESS_METRICS_PORT:-9400}/metrics" \
+  SHOAL_CONSOLE_LOADERS="http://127.0.0.1:${SHOAL_LOADER_PORT:-8090}" \
   SHOAL_CONSOLE_BENCH_DIRS="${root}/docs/bench,${root}/bench-out" "${console_traces[@]}" \
   $(service console services/console/src/main.ts)
 

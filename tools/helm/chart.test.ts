@@ -111,6 +111,7 @@ describe("the Helm chart", () => {
     expect(kinds("StatefulSet")).toEqual(["shoal-nats"]);
     expect(kinds("Deployment").sort()).toEqual([
       "shoal-blob-offloader",
+      "shoal-console",
       "shoal-ingress",
       "shoal-lora-registry",
       "shoal-worker-cpu",
@@ -123,6 +124,16 @@ describe("the Helm chart", () => {
       "shoal-worker-cpu",
     ]);
     expect(kinds("Job")).toEqual(["shoal-bootstrap-1"]);
+    // The console has no login: no Service, and it listens on its pod's loopback.
+    expect(kinds("Service")).not.toContain("shoal-console");
+    const consolePod = podSpec(
+      objects.find(
+        (o) => o.kind === "Deployment" && o.metadata.name === "shoal-console",
+      ) as K8sObject,
+    );
+    const consoleEnv = consolePod?.containers[0]?.env ?? [];
+    expect(consoleEnv.map((e) => e.name)).not.toContain("SHOAL_CONSOLE_HOST");
+    expect(consoleEnv).toContainEqual({ name: "NATS_USER", value: "console" });
 
     const nats = objects.find((o) => o.kind === "StatefulSet");
     expect(nats?.spec?.["replicas"]).toBe(3);
@@ -182,6 +193,7 @@ describe("the Helm chart", () => {
         nats: { auth: { existingSecret: "nats-auth" } },
         catalog: { models: [{ id: "m", key: "m" }] },
         bundles: { cuda: { profile: "cuda" } },
+        console: { open: true, ingressMetrics: ["http://shoal-ingress-ops:9400/metrics"] },
         ingress: {
           tlsSecret: "ingress-tls",
           autoscaling: { enabled: false, minReplicas: 2, maxReplicas: 2 },
@@ -234,7 +246,23 @@ describe("the Helm chart", () => {
     expect((scaled?.spec?.["triggers"] as unknown[]).length).toBe(2);
     expect(objects.filter((o) => o.kind === "HorizontalPodAutoscaler")).toEqual([]);
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(
-      expect.arrayContaining(["ConfigMap/shoal-catalog", "ConfigMap/shoal-bundles"]),
+      expect.arrayContaining([
+        "ConfigMap/shoal-catalog",
+        "ConfigMap/shoal-bundles",
+        "Service/shoal-console",
+      ]),
+    );
+    const console = podSpec(
+      objects.find(
+        (o) => o.kind === "Deployment" && o.metadata.name === "shoal-console",
+      ) as K8sObject,
+    )?.containers[0];
+    expect(console?.env).toEqual(
+      expect.arrayContaining([
+        { name: "SHOAL_CONSOLE_HOST", value: "0.0.0.0" },
+        { name: "SHOAL_CONSOLE_OPEN", value: "1" },
+        { name: "SHOAL_CONSOLE_INGRESS_METRICS", value: "http://shoal-ingress-ops:9400/metrics" },
+      ]),
     );
   });
 
@@ -243,6 +271,7 @@ describe("the Helm chart", () => {
     [["--set", "nats.replicas=1"], "nats.streamReplicas (3) exceeds nats.replicas (1)"],
     [["--set", "nats.replicas=0"], "at '/nats/replicas': value must be one of 1, 3, 5"],
     [["--set", "nats.streamReplicas=2"], "at '/nats/streamReplicas'"],
+    [["--set", "console.tracesUrl=ftp://jaeger"], "at '/console/tracesUrl'"],
     [
       ["--set-json", 'workers=[{"name":"a","memoryBytes":1,"device":"cpu","replicas":1}]'],
       "models",

@@ -65,6 +65,8 @@ export const IMAGES: readonly ImageSpec[] = [
   service("lora-registry", [8091], { SHOAL_REGISTRY_HOST: "0.0.0.0", SHOAL_AUTH: "none" }),
   service("blob-offloader", []),
   service("local-queue", [], { SHOAL_LOCAL_QUEUE_SOCKET: "/tmp/local-queue.sock" }),
+  // Its page listens on the container's loopback (docs/console.md); the smoke test checks /readyz.
+  service("console", [8093]),
   {
     name: "nats-bootstrap",
     build: "nats-bootstrap",

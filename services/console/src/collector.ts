@@ -48,6 +48,8 @@ export interface CollectorOptions {
   readonly natsAuth: NatsAuth;
   readonly catalog: Catalog;
   readonly ingress: IngressScraper | undefined;
+  /** Model-loader API base URLs, asked every few seconds whether they answer. */
+  readonly loaders: readonly string[];
   readonly traces: { readonly query: JaegerQuery; readonly uiUrl: string } | undefined;
   readonly benchmarks: Benchmarks;
   /** The memory the model-loaders leave free on an accelerator of a size (drawn on its bar). */
@@ -62,6 +64,7 @@ export interface CollectorOptions {
 /** How often JetStream, ingress metrics, the trace backend and the bench results are read. */
 const QUEUE_EVERY_MS = 1_000;
 const SLOW_EVERY_MS = 5_000;
+const LOADERS_EVERY_MS = 5_000;
 const BENCH_EVERY_MS = 10_000;
 /** A JetStream read slower than this counts as NATS not answering. */
 const READ_TIMEOUT_MS = 2_000;
@@ -96,6 +99,11 @@ export class Collector {
     this.#latency = new LatencyWindow(options.windowMs);
     this.#source("nats", "down", `connecting to ${options.natsServers}`);
     this.#source(
+      "loaders",
+      options.loaders.length === 0 ? "off" : "down",
+      options.loaders.length === 0 ? "no model-loader API configured" : "not asked yet",
+    );
+    this.#source(
       "metrics",
       options.ingress === undefined ? "off" : "down",
       options.ingress === undefined ? "no ingress metrics configured" : "not read yet",
@@ -117,6 +125,7 @@ export class Collector {
     void this.#connect();
     this.#every(QUEUE_EVERY_MS, () => this.#readQueues());
     this.#every(QUEUE_EVERY_MS, () => this.#readIngress());
+    if (this.#o.loaders.length > 0) this.#every(LOADERS_EVERY_MS, () => this.#askLoaders());
     if (this.#o.traces !== undefined) this.#every(SLOW_EVERY_MS, () => this.#readSlow());
     if (this.#o.benchmarks.configured) this.#every(BENCH_EVERY_MS, () => this.#readBenchmarks());
   }
@@ -314,6 +323,29 @@ export class Collector {
     if (outcome.reading !== undefined) this.#latency.add(outcome.reading);
     if (outcome.failed.length === 0) this.#source("metrics", "ok", scraper.describe());
     else this.#source("metrics", "down", outcome.failed.join("; "));
+  }
+
+  /**
+   * Whether each model-loader answers its API. Residency is what they publish: while one is
+   * down its node's copies stop changing, which the page alone could not tell from a calm fleet.
+   */
+  async #askLoaders(): Promise<void> {
+    const failed: string[] = [];
+    await Promise.all(
+      this.#o.loaders.map(async (url) => {
+        try {
+          const res = await fetch(`${url.replace(/\/+$/, "")}/v1/residency`, {
+            signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+          });
+          await res.body?.cancel();
+          if (res.status !== 200) throw new Error(`answered ${res.status}`);
+        } catch (err) {
+          failed.push(`${url}: ${(err as Error).message}`);
+        }
+      }),
+    );
+    if (failed.length === 0) this.#source("loaders", "ok", this.#o.loaders.join(", "));
+    else this.#source("loaders", "down", failed.join("; "));
   }
 
   async #readSlow(): Promise<void> {

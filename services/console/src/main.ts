@@ -36,6 +36,7 @@ try {
     port: envInt(env, "SHOAL_CONSOLE_PORT") ?? 8093,
     host,
     ingressMetrics: envList(env, "SHOAL_CONSOLE_INGRESS_METRICS") ?? [],
+    loaders: envList(env, "SHOAL_CONSOLE_LOADERS") ?? [],
     traces:
       tracesUrl === undefined
         ? undefined

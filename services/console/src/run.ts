@@ -22,6 +22,8 @@ export interface ConsoleOptions {
   readonly host?: string | undefined;
   /** Ingress `/metrics` URLs: request latency and arrivals. None: those panels say so. */
   readonly ingressMetrics?: readonly string[];
+  /** Model-loader API URLs (`http://host:8090`), checked for an answer every 5 s. */
+  readonly loaders?: readonly string[];
   /** Jaeger's query API, for the slowest recent requests; and its UI, for their links. */
   readonly traces?: { readonly queryUrl: string; readonly uiUrl?: string | undefined } | undefined;
   /**
@@ -65,6 +67,7 @@ export async function run(options: ConsoleOptions): Promise<RunningConsole> {
     natsAuth: options.natsAuth ?? {},
     catalog: options.catalog,
     ingress: urls.length === 0 ? undefined : new IngressScraper(urls),
+    loaders: options.loaders ?? [],
     traces:
       options.traces === undefined
         ? undefined

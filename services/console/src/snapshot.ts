@@ -17,7 +17,7 @@ export interface ConsoleSnapshot {
   readonly benchmarks: readonly BenchmarkView[];
 }
 
-export type SourceName = "nats" | "metrics" | "traces" | "benchmarks";
+export type SourceName = "nats" | "loaders" | "metrics" | "traces" | "benchmarks";
 
 export interface SourceState {
   /** `ok` it answered, `down` it did not, `off` the console was not told where it is. */

@@ -259,6 +259,17 @@ it("shows a lost NATS connection, and clears it when NATS is back", async () => 
   await expect.poll(shownFleet, { timeout: 30_000, interval: 500 }).toEqual(await loaderFleet());
 }, 90_000);
 
+it("shows a model-loader that stopped answering, and clears it when it answers again", async () => {
+  await page.waitForSelector('[data-source="loaders"][data-state="ok"]', { timeout: 15_000 });
+  process.kill(cluster.loader.pid, "SIGSTOP");
+  try {
+    await page.waitForSelector('[data-source="loaders"][data-state="down"]', { timeout: 15_000 });
+  } finally {
+    process.kill(cluster.loader.pid, "SIGCONT");
+  }
+  await page.waitForSelector('[data-source="loaders"][data-state="ok"]', { timeout: 15_000 });
+}, 60_000);
+
 it("is legible in the dark theme and fetched nothing from elsewhere", async () => {
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
   await view("fleet");

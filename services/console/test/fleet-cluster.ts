@@ -39,6 +39,7 @@ export interface FleetCluster {
   readonly nats: NatsServerHandle;
   /** The trace backend every process exports every trace to. */
   readonly jaeger: JaegerHandle;
+  readonly loader: ServiceHandle;
   readonly workers: readonly ServiceHandle[];
   readonly ingressUrl: string;
   readonly loaderUrl: string;
@@ -76,12 +77,11 @@ export async function startFleetCluster(options: {
   };
   try {
     const loaderPort = await freePort();
-    started.push(
-      await startService("model-loader", {
-        env: { ...common, SHOAL_LOADER_PORT: String(loaderPort), SHOAL_LOADER_TICK_MS: "250" },
-        readyMessage: "model-loader placing",
-      }),
-    );
+    const loader = await startService("model-loader", {
+      env: { ...common, SHOAL_LOADER_PORT: String(loaderPort), SHOAL_LOADER_TICK_MS: "250" },
+      readyMessage: "model-loader placing",
+    });
+    started.push(loader);
     const workers: ServiceHandle[] = [];
     for (let i = 1; i <= options.workers; i++) {
       const worker = await startService("worker", {
@@ -119,6 +119,7 @@ export async function startFleetCluster(options: {
           SHOAL_CONSOLE_INGRESS_METRICS: `http://127.0.0.1:${ingressMetricsPort}/metrics`,
           SHOAL_CONSOLE_BENCH_DIRS: join(repoRoot(), "docs", "bench"),
           SHOAL_CONSOLE_TRACES_URL: jaeger.queryUrl,
+          SHOAL_CONSOLE_LOADERS: `http://127.0.0.1:${loaderPort}`,
         },
         readyMessage: "console listening",
       }),
@@ -126,6 +127,7 @@ export async function startFleetCluster(options: {
     return {
       nats,
       jaeger,
+      loader,
       workers,
       ingressUrl: `http://127.0.0.1:${ingressPort}`,
       loaderUrl: `http://127.0.0.1:${loaderPort}`,
