@@ -6,9 +6,10 @@
  * image needs besides Node.js.
  *
  * Usage: build.ts [--out DIR] [--source DIR] [service...]   (every service when none is named)
- *   --source builds another checkout with the same services (a release's, prepared by
- *   release-tree.ts) instead of this one.
+ *   --source builds another checkout (a release's, prepared by release-tree.ts) instead of
+ *   this one; services it does not have yet are skipped.
  */
+import { existsSync } from "node:fs";
 import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -25,7 +26,14 @@ const { values, positionals } = parseArgs({
 });
 const root = values.source;
 const out = values.out;
-const chosen = positionals.length === 0 ? SERVICES : positionals.map(byName);
+// Another checkout (an older release) may predate some of today's services: those are left
+// out of its build, named. In this checkout every service must build.
+const present = (s: ServiceBuild): boolean => {
+  if (root === repoRoot() || existsSync(join(root, s.entry))) return true;
+  console.log(`[build] ${s.name}: not in ${root}, skipped`);
+  return false;
+};
+const chosen = (positionals.length === 0 ? SERVICES : positionals.map(byName)).filter(present);
 
 function byName(name: string): ServiceBuild {
   const service = SERVICES.find((s) => s.name === name);

@@ -1,5 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { Kvm } from "@nats-io/kv";
+import { connect } from "@nats-io/transport-node";
 import { chromiumBinary } from "@shoal/testing";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -146,8 +148,47 @@ it("shows a cold model loading, then resident, after a request for it", async ()
   expect(loaded.length).toBeGreaterThan(0);
   const seconds = Number(/loaded in ([\d.]+) s/.exec(loaded[0] ?? "")?.[1]);
   expect(seconds).toBeGreaterThanOrEqual(3);
-  await shot("models");
 }, 90_000);
+
+it("lists each base model's adapters with their versions, owner and the tenants shared with", async () => {
+  // Written into the adapter index (bucket, `<base key>.<name>` key, JSON record) as the
+  // registry writes it; the console only reads it.
+  const nc = await connect({ servers: cluster.nats.url });
+  try {
+    const kv = await new Kvm(nc).create("shoal-adapter-index", { history: 1 });
+    const version = (n: number) => ({
+      version: n,
+      files: {
+        config: { sha256: "0".repeat(64), bytes: 1 },
+        weights: { sha256: "1".repeat(64), bytes: 1 },
+      },
+      createdAt: "2026-12-07T00:00:00Z",
+    });
+    const record = {
+      base: PINNED_A,
+      baseKey: "pinned-a",
+      name: "support-bot",
+      owner: "acme",
+      sharedWith: ["beta"],
+      versions: [version(1), version(2)],
+      lastVersion: 2,
+      createdAt: "2026-12-07T00:00:00Z",
+    };
+    const key = "pinned-a.support-bot";
+    await kv.put(key, JSON.stringify(record));
+    await view("models");
+    const adapters = async (): Promise<string> =>
+      page.$eval(`tr[data-catalog="${PINNED_A}"] td:last-child`, (td) => td.textContent);
+    await expect
+      .poll(adapters, { timeout: 15_000, interval: 250 })
+      .toBe("support-bot v1,2 · acme + beta");
+    await shot("models");
+    await kv.delete(key);
+    await expect.poll(adapters, { timeout: 10_000, interval: 250 }).toBe("–");
+  } finally {
+    await nc.close();
+  }
+}, 40_000);
 
 it("shows a paused worker's queue growing", async () => {
   const holder = Object.entries(await loaderFleet()).find(
