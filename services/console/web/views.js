@@ -58,7 +58,7 @@ export function fleetView(s) {
                   "li",
                   { "data-model": c.id, "data-state": c.state },
                   el("span", { class: `dot ${c.state}` }),
-                  el("span", { class: "name" }, c.id),
+                  el("span", { class: "name", title: c.id }, c.id),
                   el("span", { class: `tag ${c.state}` }, c.state),
                   c.pinned && el("span", { class: "tag pinned" }, "pinned"),
                   el("span", { class: "num" }, bytes(c.memoryBytes)),
@@ -171,7 +171,14 @@ export function modelsView(s) {
   return [
     el("h2", {}, "Catalog"),
     table(
-      ["model", "family", "", "loader", "copies", "adapters (versions · owner + shared)"],
+      [
+        "model",
+        "family",
+        "",
+        "state (model-loader)",
+        "copies",
+        "adapters (versions · owner + shared)",
+      ],
       models,
     ),
     el("h2", {}, "Loads and evictions"),
