@@ -1,5 +1,5 @@
 import type { PromSample } from "./prom-text.js";
-import type { ModelLatency, PhaseLatency } from "./snapshot.js";
+import type { ModelLatency, Percentiles, PhaseLatency } from "./snapshot.js";
 
 /** What one scrape of every ingress yields, summed over ingresses and routes. */
 export interface IngressReading {
@@ -92,7 +92,7 @@ export class LatencyWindow {
       .sort((a, b) => b.count - a.count);
   }
 
-  #percentiles(series: string): Omit<PhaseLatency, "phase"> {
+  #percentiles(series: string): Percentiles {
     const first = this.#readings[0];
     const last = this.#readings.at(-1);
     if (first === undefined || last === undefined || first === last) return { count: 0 };

@@ -136,9 +136,8 @@ export interface RequestsView {
   readonly slow: readonly SlowRequest[];
 }
 
-export interface PhaseLatency {
-  /** `total`, or a `Server-Timing` phase: annotate, queue, batch, compute. */
-  readonly phase: string;
+/** Requests counted in the window and their latency percentiles. */
+export interface Percentiles {
   readonly count: number;
   /** Milliseconds, interpolated within the histogram's buckets; absent with no requests. */
   readonly p50Ms?: number;
@@ -146,13 +145,14 @@ export interface PhaseLatency {
   readonly p99Ms?: number;
 }
 
-export interface ModelLatency {
+export interface PhaseLatency extends Percentiles {
+  /** `total`, or a `Server-Timing` phase: annotate, queue, batch, compute. */
+  readonly phase: string;
+}
+
+export interface ModelLatency extends Percentiles {
   /** Catalog id (`unknown` for requests refused before a model was read). */
   readonly model: string;
-  readonly count: number;
-  readonly p50Ms?: number;
-  readonly p90Ms?: number;
-  readonly p99Ms?: number;
 }
 
 export interface SlowRequest {

@@ -191,7 +191,7 @@ export function modelsView(s) {
 /** @param {Snapshot} s */
 export function requestsView(s) {
   const r = s.requests;
-  /** @param {{ count: number, p50Ms?: number, p90Ms?: number, p99Ms?: number }} p */
+  /** @param {import("../src/snapshot.js").Percentiles} p */
   const cells = (p) => [
     el("td", { class: "num" }, p.count),
     el("td", { class: "num" }, num(p.p50Ms)),
