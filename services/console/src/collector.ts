@@ -1,7 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KvWatchEntry } from "@nats-io/kv";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { NatsConnection, QueuedIterator, Subscription } from "@nats-io/transport-node";
 import { ADAPTER_INDEX_BUCKET, adapterWatch, type AdapterRecord } from "@shoal/adapters";
 import type { Catalog } from "@shoal/config";
 import {
@@ -213,48 +213,45 @@ export class Collector {
         }
       }
     })();
-    void this.#watchUntilOpen(RESIDENCY_BUCKET, (entry) => {
-      this.#applyResidency(entry);
+    void this.#watch(RESIDENCY_BUCKET, async (entries) => {
+      for await (const entry of entries) this.#applyResidency(entry);
     });
-    void this.#watchUntilOpen(ADAPTER_INDEX_BUCKET, undefined);
+    void this.#watch(ADAPTER_INDEX_BUCKET, async (entries) => {
+      const changes = adapterWatch(entries, (key, err) => {
+        o.logger.debug({ err, key }, "adapter index entry unreadable; skipped");
+      });
+      for await (const change of changes) {
+        const byName = this.#adapters.get(change.baseKey) ?? new Map<string, AdapterRecord>();
+        this.#adapters.set(change.baseKey, byName);
+        if (change.kind === "put") byName.set(change.name, change.record);
+        else byName.delete(change.name);
+      }
+    });
   }
 
   /**
-   * Watches a KV bucket, retrying every few seconds while it does not exist yet (the
-   * bootstrap or the service that makes it has not run). The adapter index goes through the
-   * adapters library's watch, which skips entries it cannot read.
+   * Follows a KV bucket with `consume` for as long as the console runs. The watch's ordered
+   * consumer rides over NATS reconnections by itself (changes made meanwhile, deletes included,
+   * arrive after); the bucket is opened again, every few seconds, while it does not exist yet
+   * (its maker has not run) or if its watch ended.
    */
-  async #watchUntilOpen(
+  async #watch(
     bucket: string,
-    apply: ((entry: KvWatchEntry) => void) | undefined,
+    consume: (entries: QueuedIterator<KvWatchEntry>) => Promise<void>,
   ): Promise<void> {
     const nc = this.#nc;
     if (nc === undefined) return;
-    while (!this.#stopped) {
+    while (this.#running()) {
       try {
-        const kv = await new Kvm(nc).open(bucket);
-        const entries = await kv.watch({ key: ">" });
+        const entries = await (await new Kvm(nc).open(bucket)).watch({ key: ">" });
         this.#stops.push(() => {
           entries.stop();
         });
-        if (apply !== undefined) {
-          for await (const entry of entries) apply(entry);
-        } else {
-          const changes = adapterWatch(entries, (key, err) => {
-            this.#o.logger.debug({ err, key }, "adapter index entry unreadable; skipped");
-          });
-          for await (const change of changes) {
-            const byName = this.#adapters.get(change.baseKey) ?? new Map<string, AdapterRecord>();
-            this.#adapters.set(change.baseKey, byName);
-            if (change.kind === "put") byName.set(change.name, change.record);
-            else byName.delete(change.name);
-          }
-        }
-        return;
+        await consume(entries);
       } catch (err) {
-        this.#o.logger.debug({ err, bucket }, "bucket not readable yet; retrying");
-        await new Promise((r) => setTimeout(r, 3_000));
+        this.#o.logger.debug({ err, bucket }, "bucket not readable; trying again");
       }
+      if (this.#running()) await new Promise((r) => setTimeout(r, 3_000));
     }
   }
 
