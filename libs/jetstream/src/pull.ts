@@ -39,7 +39,12 @@ export async function pull(
   // Drained, not dropped: when the process was stalled (CPU starved, paused), this timer can
   // fire before the messages the server delivered meanwhile are read from the socket; a drain
   // still hands them over, where an unsubscribe would leave them unacked until the ack wait.
+  // A drain waits for the server's answer, so a server that is away ends it by unsubscribing.
+  let hardStop: NodeJS.Timeout | undefined;
   const guard = setTimeout(() => {
+    hardStop = setTimeout(() => {
+      sub.unsubscribe();
+    }, DRAIN_MS);
     sub.drain().catch(() => {
       sub.unsubscribe();
     });
@@ -55,10 +60,14 @@ export async function pull(
     }
   } finally {
     clearTimeout(guard);
+    clearTimeout(hardStop);
     sub.unsubscribe();
   }
   return messages;
 }
+
+/** Longest a pull's guard waits for its drain before dropping the subscription. */
+const DRAIN_MS = 2_000;
 
 /** Status messages (no payload, a `Status` header) end a pull; heartbeats (100) do not occur. */
 function isStatus(msg: Msg): boolean {

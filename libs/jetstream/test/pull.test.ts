@@ -159,4 +159,15 @@ describe("pull", () => {
       }),
     ).toThrow(/not a JetStream ack subject/);
   });
+  it("ends within its grace period when the server is away, draining nothing", async () => {
+    await nats.restart({
+      whileDown: async () => {
+        const started = performance.now();
+        expect(await pull(nc, stream, consumer, { batch: 5, expiresMs: 100 })).toEqual([]);
+        // expiry 0.1 s + guard 2 s + at most 2 s for a drain no server answers.
+        expect(performance.now() - started).toBeLessThan(6_000);
+      },
+    });
+    // The other tests of this file ran before: none is left to find the server restarting.
+  }, 60_000);
 });
