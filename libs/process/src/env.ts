@@ -19,6 +19,12 @@ export function envInt(env: Env, name: string): number | undefined {
   return parseIntSetting(name, env[name]);
 }
 
+/** An integer percent setting as a fraction (`10` → 0.1). */
+export function envPercent(env: Env, name: string): number | undefined {
+  const value = envInt(env, name);
+  return value === undefined ? undefined : value / 100;
+}
+
 /** A comma-separated list setting. */
 export function envList(env: Env, name: string): string[] | undefined {
   const value = envOptional(env, name);

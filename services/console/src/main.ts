@@ -5,6 +5,7 @@ import {
   catalogFromEnv,
   envInt,
   envList,
+  envPercent,
   envOptional,
   envString,
   exitOnSignal,
@@ -43,7 +44,7 @@ try {
         : { queryUrl: tracesUrl, uiUrl: envOptional(env, "SHOAL_CONSOLE_TRACES_UI_URL") },
     headroom: {
       bytes: envInt(env, "SHOAL_HEADROOM_BYTES"),
-      fraction: percent(envInt(env, "SHOAL_HEADROOM_PERCENT")),
+      fraction: envPercent(env, "SHOAL_HEADROOM_PERCENT"),
     },
     benchmarkDirs: envList(env, "SHOAL_CONSOLE_BENCH_DIRS") ?? [],
     windowMs: envInt(env, "SHOAL_CONSOLE_WINDOW_MS"),
@@ -55,8 +56,4 @@ try {
   exitOnSignal(() => console.stop(), booted);
 } catch (err) {
   failStart(booted, err);
-}
-
-function percent(value: number | undefined): number | undefined {
-  return value === undefined ? undefined : value / 100;
 }

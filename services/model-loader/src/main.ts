@@ -5,6 +5,7 @@ import {
   catalogFromEnv,
   envInt,
   envList,
+  envPercent,
   envOptional,
   envRequired,
   envString,
@@ -30,7 +31,7 @@ try {
       idleDropMs: envInt(env, "SHOAL_IDLE_DROP_MS"),
       replicateAbovePending: envInt(env, "SHOAL_REPLICATE_ABOVE_PENDING"),
       headroomBytes: envInt(env, "SHOAL_HEADROOM_BYTES"),
-      headroomFraction: percent(envInt(env, "SHOAL_HEADROOM_PERCENT")),
+      headroomFraction: envPercent(env, "SHOAL_HEADROOM_PERCENT"),
     },
     tickMs: envInt(env, "SHOAL_LOADER_TICK_MS"),
     heartbeatMs: envInt(env, "SHOAL_HEARTBEAT_MS"),
@@ -47,8 +48,4 @@ try {
   exitOnSignal(() => loader.stop(), booted);
 } catch (err) {
   failStart(booted, err);
-}
-
-function percent(value: number | undefined): number | undefined {
-  return value === undefined ? undefined : value / 100;
 }
