@@ -46,20 +46,20 @@ import { parseArgs } from "node:util";
 import { compileWorkload, planStep } from "@shoal/loadgen";
 import { bundleFromEnv } from "@shoal/process";
 import { ROUTING_POLICIES } from "@shoal/router";
-import { writeCharts } from "./charts.js";
+import { compareFleet, suiteLine } from "./fleet-compare.js";
 import { rawEmbedThroughput } from "./raw-denominator.js";
+import { writeResult } from "./result.js";
 import {
   defaultBundle,
-  FLEET_ACCELERATORS,
+  FLEET_SUITE,
+  fleetWorkloadPath,
   SCENARIOS,
-  fleetPlacement,
-  FLEET_COST,
   startScenario,
   stopOnSignal,
   warm,
   workloadPath,
 } from "./scenarios.js";
-import { stepJson, sweep, type ModeResult } from "./sweep.js";
+import { sweep, type ModeResult } from "./sweep.js";
 import { sender, TARGETS } from "./targets/index.js";
 import { parseOrExit } from "./cli.js";
 import { benchOverhead, OVERHEAD_DEFAULTS } from "./overhead/overhead.js";
@@ -68,7 +68,7 @@ import { PROTOCOLS } from "./overhead/bodies.js";
 
 const usage =
   "usage: npm run bench -- --scenario minilm|fleet|smollm2|overhead|fairness --out <dir> [--compare router] " +
-  "[--workload <file>] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
+  "[--workload <file> | --suite] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
   "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
   "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N] [--observed] [--phase-seconds N]";
@@ -82,7 +82,8 @@ const { values } = parseOrExit(
         compare: { type: "string" },
         policies: { type: "string", default: ROUTING_POLICIES.join(",") },
         "refresh-ms": { type: "string", default: "1,10,100" },
-        accelerators: { type: "string", default: String(FLEET_ACCELERATORS) },
+        accelerators: { type: "string" },
+        suite: { type: "boolean", default: false },
         bundle: { type: "string" },
         target: { type: "string", default: "rest" },
         device: { type: "string", default: "cpu" },
@@ -160,6 +161,12 @@ if (values.compare !== undefined && (values.compare !== "router" || scenario !==
   console.error(`--compare router is the only comparison, and for the fleet scenario\n${usage}`);
   process.exit(2);
 }
+if (values.suite && (scenario !== "fleet" || values.workload !== undefined)) {
+  console.error(
+    `--suite runs the fleet scenario over its shipped workloads; no --workload\n${usage}`,
+  );
+  process.exit(2);
+}
 const ingresses = Number(values.ingresses);
 if ((values.device !== "cpu" || ingresses !== 1) && scenario !== "minilm") {
   console.error(
@@ -200,6 +207,7 @@ let running: { stop(): Promise<void> } | undefined;
 stopOnSignal(() => running);
 
 const modes: Record<string, ModeResult> = {};
+
 // The bundle the services will load, as they resolve it (the hardware's, unless named).
 const loaded = await bundleFromEnv({
   SHOAL_DEVICE: values.device,
@@ -255,75 +263,50 @@ if (scenario === "minilm") {
     await harness.stop();
   }
 } else {
-  const accelerators = Number(values.accelerators);
-  const fleet = { bundle, accelerators };
-  extra = {
-    ...extra,
-    accelerators,
-    placement: fleetPlacement(workload, accelerators, loaded?.bundle),
-    cost: FLEET_COST,
-  };
-  const pull = await startScenario(scenario, workload, fleet);
-  running = pull;
-  try {
-    const send = sender(target, pull.baseUrls);
-    await warm(send, workload);
-    modes["pull"] = await sweep("pull", pull, workload, rates, send);
-  } finally {
-    await pull.stop();
+  const accelerators = values.accelerators === undefined ? undefined : Number(values.accelerators);
+  const workloads = values.suite
+    ? await Promise.all(
+        FLEET_SUITE.map(async (name) =>
+          compileWorkload(JSON.parse(await readFile(fleetWorkloadPath(name), "utf8"))),
+        ),
+      )
+    : [workload];
+  const summary: Record<string, unknown>[] = [];
+  for (const w of workloads) {
+    const dir = values.suite ? join(out, w.name) : out;
+    await mkdir(dir, { recursive: true });
+    const wRates = w.load.rates.slice(
+      0,
+      values.steps === undefined ? undefined : Number(values.steps),
+    );
+    const outcome = await compareFleet({
+      workload: w,
+      rates: wRates,
+      bundle,
+      loadedBundle: loaded?.bundle,
+      accelerators,
+      compare: values.compare === "router",
+      policies,
+      refreshes,
+      target,
+      running: (h) => (running = h),
+    });
+    const result = await writeResult(dir, scenario, w, wRates, outcome.modes, {
+      ...extra,
+      ...outcome.extra,
+    });
+    summary.push(suiteLine(result));
+    console.error(`[bench] wrote ${join(dir, "result.json")}, throughput.svg, latency.svg`);
   }
-  if (values.compare === "router") {
-    const routed = await startScenario("fleet", workload, { ...fleet, routed: true });
-    running = routed;
-    try {
-      const send = sender(target, routed.baseUrls);
-      for (const policy of policies) {
-        for (const refreshMs of refreshes) {
-          await routed.routeWith(policy, refreshMs);
-          await warm(send, workload);
-          const label = `router/${policy}/${refreshMs}ms`;
-          modes[label] = await sweep(label, routed, workload, rates, send);
-        }
-      }
-    } finally {
-      await routed.stop();
-    }
-    const best = Object.entries(modes)
-      .filter(([name]) => name !== "pull")
-      .sort((a, b) => b[1].knee_rps - a[1].knee_rps)[0];
-    if (best !== undefined) {
-      extra = {
-        ...extra,
-        best_router: best[0],
-        pull_over_router: modes["pull"].knee_rps / best[1].knee_rps,
-      };
-    }
+  if (values.suite) {
+    await writeFile(
+      join(out, "suite.json"),
+      JSON.stringify({ scenarios: summary }, null, 2) + "\n",
+    );
+    console.error(`[bench] wrote ${join(out, "suite.json")}`);
   }
+  process.exit(0);
 }
 
-const pull = modes["pull"];
-// Pull's knee at the top level (Shoal's own mode); every mode's steps are under `modes`.
-const pullKnee = { ...pull, steps: undefined };
-const result = {
-  scenario,
-  workload: workload.name,
-  slo_p99_ms: workload.sloP99Ms,
-  step_seconds: workload.load.stepSeconds,
-  warmup_seconds: workload.load.warmupSeconds,
-  ...pullKnee,
-  ...extra,
-  modes: Object.fromEntries(
-    Object.entries(modes).map(([name, m]) => [name, { ...m, steps: m.steps.map(stepJson) }]),
-  ),
-};
-await writeFile(join(out, "result.json"), JSON.stringify(result, null, 2) + "\n");
-
-const mark =
-  pull.knee_offered_rps > 0
-    ? { x: pull.knee_offered_rps, label: `pull knee ${pull.knee_offered_rps} req/s` }
-    : undefined;
-const shown = Object.entries(modes).filter(
-  ([name]) => name === "pull" || name === result["best_router" as keyof typeof result],
-);
-await writeCharts(out, workload.name, workload, rates, shown, mark);
+await writeResult(out, scenario, workload, rates, modes, extra);
 console.error(`[bench] wrote ${join(out, "result.json")}, throughput.svg, latency.svg`);

@@ -10,13 +10,19 @@
  */
 import { join } from "node:path";
 import type { ConfigBundle } from "@shoal/config";
-import { apportion, zipfWeights, type Send, type Workload } from "@shoal/loadgen";
+import { apportion, weightsIn, zipfWeights, type Send, type Workload } from "@shoal/loadgen";
 import { bundleFromEnv, catalogFromEnv } from "@shoal/process";
 import { repoRoot } from "@shoal/testing";
 import { publishWorkloadAdapters } from "./harness/adapters.js";
 import type { Harness } from "./harness/harness.js";
 import { startRealCluster } from "./harness/real-cluster.js";
-import { startSimFleet, type FleetHarness, type FleetModel } from "./harness/sim-fleet.js";
+import {
+  startSimFleet,
+  type FleetCost,
+  type FleetHarness,
+  type FleetServing,
+} from "./harness/sim-fleet.js";
+import { placeFleet, type PlacedAccelerator } from "./fleet-placement.js";
 
 export const SCENARIOS = ["minilm", "fleet", "smollm2"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -49,13 +55,47 @@ export function workloadPath(scenario: Scenario): string {
   return join(repoRoot(), "tools", "bench", "workloads", `${scenario}.json`);
 }
 
-/** The fleet workload's models, in popularity order. */
+/**
+ * The fleet scenarios `--suite` runs, one workload file each: today's easy case, then each
+ * condition that hurts a router on its own, then all of them together.
+ */
+export const FLEET_SUITE = [
+  "fleet",
+  "fleet-drift",
+  "fleet-bursty",
+  "fleet-heterogeneous",
+  "fleet-shared",
+  "fleet-realistic",
+] as const;
+
+export function fleetWorkloadPath(name: (typeof FLEET_SUITE)[number]): string {
+  return join(repoRoot(), "tools", "bench", "workloads", `${name}.json`);
+}
+
+/** Memory a simulated model takes unless the workload says: the sim's default. */
+const FLEET_MODEL_MEMORY_BYTES = 100_000_000;
+
+/** Memory of a simulated accelerator unless the workload says. */
+const FLEET_ACCELERATOR_MEMORY_BYTES = 80e9;
+
+/** The fleet workload's models: every mix entry's, in order (each entry in popularity order). */
 export function fleetModels(workload: Workload): readonly string[] {
-  const entry = workload.mix[0];
-  if (entry === undefined || workload.mix.length !== 1 || entry.function !== "embed") {
-    throw new Error("the fleet scenario takes a workload of one embed mix entry");
+  if (workload.mix.some((e) => e.function !== "embed")) {
+    throw new Error(
+      "the fleet scenario simulates embedding models only: every mix entry must embed",
+    );
   }
-  return entry.models;
+  return workload.mix.flatMap((e) => e.models);
+}
+
+/** Each of {@link fleetModels}' share of the requests at the start of the run. */
+function fleetWeights(workload: Workload): number[] {
+  const shares = workload.mix.reduce((n, e) => n + e.share, 0);
+  return workload.mix.flatMap((e) => {
+    const w = weightsIn(e.popularity, 0);
+    const total = w.reduce((a, b) => a + b, 0);
+    return w.map((x) => (x / total) * (e.share / shares));
+  });
 }
 
 /**
@@ -68,26 +108,82 @@ export function skewedReplicas(workload: Workload, accelerators: number, skew: n
   return apportion(weights, accelerators);
 }
 
+/** What a fleet run starts: its models, placed on its accelerators, and their costs. */
+export interface FleetSetup {
+  readonly models: readonly string[];
+  readonly accelerators: readonly PlacedAccelerator[];
+  readonly cost: FleetCost;
+  readonly modelMemoryBytes: number;
+  readonly serving?: FleetServing;
+}
+
 /**
- * The fleet's models with their replicas over `accelerators`: the bundle's `replicas` when the
- * bundle gives every model one (the tuned placement; scaled in proportion when they do not sum
- * to `accelerators`), else in proportion to their Zipf popularity.
+ * The workload's fleet (its `fleet` section, or 32 identical accelerators of one model each)
+ * with the models placed on it. With one model per accelerator on identical ones, a bundle
+ * that gives every model `replicas` fixes the copies (the tuned placement, scaled when they do
+ * not sum to the accelerators); otherwise copies follow popularity. The bundle's serving
+ * settings apply to every model, with the cost prior of the workload's batch cost.
  */
-export function fleetPlacement(
+export function fleetSetup(
   workload: Workload,
-  accelerators: number,
+  accelerators: number | undefined,
   bundle?: ConfigBundle,
-): FleetModel[] {
-  const ids = fleetModels(workload);
-  const tuned = ids.map((id) => bundle?.models.get(id)?.replicas);
-  const replicas = tuned.every((r) => r !== undefined)
-    ? apportion(tuned, accelerators)
-    : skewedReplicas(workload, accelerators, 1);
-  return ids.map((id, i) => ({
-    id,
-    key: id.replace(/^sim\//, ""),
-    replicas: replicas[i] as number,
-  }));
+): FleetSetup {
+  const spec = workload.fleet;
+  if (accelerators !== undefined && spec?.accelerators !== undefined) {
+    throw new Error(`--accelerators: workload ${workload.name} lists its own accelerators`);
+  }
+  const classes = spec?.accelerators ?? [
+    {
+      count: accelerators ?? FLEET_ACCELERATORS,
+      speed: 1,
+      memoryBytes: FLEET_ACCELERATOR_MEMORY_BYTES,
+    },
+  ];
+  const models = fleetModels(workload);
+  const perAccelerator = spec?.modelsPerAccelerator ?? 1;
+  const tuned = models.map((id) => bundle?.models.get(id)?.replicas);
+  const fixedReplicas =
+    perAccelerator === 1 && classes.length === 1 && tuned.every((r) => r !== undefined)
+      ? tuned
+      : undefined;
+  const cost = spec?.batchCost ?? FLEET_COST;
+  const modelMemoryBytes = spec?.modelMemoryBytes ?? FLEET_MODEL_MEMORY_BYTES;
+  const placed = placeFleet({
+    models,
+    weights: fleetWeights(workload),
+    accelerators: classes,
+    perAccelerator,
+    modelMemoryBytes,
+    ...(fixedReplicas === undefined ? {} : { replicas: fixedReplicas }),
+  });
+  const first = bundle === undefined ? undefined : [...bundle.models.values()][0];
+  let serving: FleetServing | undefined;
+  if (first !== undefined) {
+    // Copies are the placement's business, not a serving setting.
+    const rest = Object.fromEntries(
+      Object.entries(first).filter(([key]) => key !== "replicas"),
+    ) as Omit<typeof first, "replicas">;
+    serving = {
+      ...rest,
+      ...(rest.batchCostPrior === undefined
+        ? {}
+        : {
+            batchCostPrior: {
+              fixedUs: cost.fixedUs,
+              perSequenceUs: 0,
+              perPaddedTokenUs: cost.perPaddedTokenNs / 1000,
+            },
+          }),
+    };
+  }
+  return {
+    models,
+    accelerators: placed,
+    cost,
+    modelMemoryBytes,
+    ...(serving === undefined ? {} : { serving }),
+  };
 }
 
 export interface ScenarioOptions {
@@ -97,8 +193,8 @@ export interface ScenarioOptions {
   readonly device?: string | undefined;
   /** MiniLM: ingress processes. @default 1 */
   readonly ingresses?: number | undefined;
-  /** Fleet: accelerators to place the models on. */
-  readonly accelerators?: number;
+  /** Fleet: accelerators to place the models on, when the workload does not list them. */
+  readonly accelerators?: number | undefined;
   /** Fleet: workers take only what a router assigns them. */
   readonly routed?: boolean;
 }
@@ -142,10 +238,8 @@ export async function startScenario(
       ? undefined
       : await bundleFromEnv({ SHOAL_BUNDLE: options.bundle });
   return startSimFleet({
-    models: fleetPlacement(workload, options.accelerators ?? FLEET_ACCELERATORS, loaded?.bundle),
-    cost: FLEET_COST,
+    ...fleetSetup(workload, options.accelerators, loaded?.bundle),
     routed: options.routed ?? false,
-    ...bundle,
   });
 }
 

@@ -6,6 +6,7 @@ import {
   findKnee,
   kneeMiss,
   planStep,
+  quantile,
   runStep,
   type Send,
   type StepProgress,
@@ -20,7 +21,15 @@ import type { Harness } from "./harness/harness.js";
  */
 export type SweptStep = StepResult & {
   readonly window: { readonly from: string; readonly to: string };
+  /** How busy the accelerators were, one by one, over the step: p10, p50 and p90 of them. */
+  readonly utilizationSpread?: UtilizationSpread;
 };
+
+export interface UtilizationSpread {
+  readonly p10: number;
+  readonly p50: number;
+  readonly p90: number;
+}
 
 export interface ModeResult {
   readonly knee_rps: number;
@@ -30,6 +39,8 @@ export interface ModeResult {
   readonly p90_ms_at_knee: number | null;
   readonly p99_ms_at_knee: number | null;
   readonly utilization_at_knee: number | null;
+  /** p10/p50/p90 over the accelerators of each one's busy share during the knee step. */
+  readonly utilization_distribution_at_knee: UtilizationSpread | null;
   /** Batch fill: mean inputs per batch the sidecars ran during the knee step. */
   readonly inputs_per_batch_at_knee: number | null;
   readonly first_miss: { readonly offered_rps: number | undefined; readonly reason: string } | null;
@@ -78,9 +89,21 @@ export async function sweep(
     const wallUs = (performance.now() - started) * 1000;
     const after = await harness.counters();
     const batches = after.batches - before.batches;
+    const each = after.busyUsEach
+      .map((busy, a) => (busy - (before.busyUsEach[a] ?? 0)) / wallUs)
+      .sort((a, b) => a - b);
     const step = {
       ...result,
       utilization: (after.busyUs - before.busyUs) / (harness.accelerators * wallUs),
+      ...(each.length === 0
+        ? {}
+        : {
+            utilizationSpread: {
+              p10: quantile(each, 0.1),
+              p50: quantile(each, 0.5),
+              p90: quantile(each, 0.9),
+            },
+          }),
       ...(batches > 0 ? { batchFill: (after.items - before.items) / batches } : {}),
       window: { from: startedAt, to: new Date().toISOString() },
     };
@@ -95,7 +118,7 @@ export async function sweep(
     if (misses >= 2) break;
   }
   const knee = findKnee(steps, { sloP99Ms: workload.sloP99Ms });
-  const at = knee.step;
+  const at = steps[knee.index];
   return {
     knee_rps: at?.achievedRps ?? 0,
     knee_offered_rps: at?.offeredRps ?? 0,
@@ -104,6 +127,7 @@ export async function sweep(
     p90_ms_at_knee: at?.latencyMs.p90 ?? null,
     p99_ms_at_knee: at?.latencyMs.p99 ?? null,
     utilization_at_knee: at?.utilization ?? null,
+    utilization_distribution_at_knee: at?.utilizationSpread ?? null,
     inputs_per_batch_at_knee: at?.batchFill ?? null,
     first_miss:
       knee.firstMiss === undefined
@@ -124,6 +148,7 @@ export function stepJson(s: SweptStep): Record<string, unknown> {
     failed: s.failed,
     latency_ms: s.latencyMs,
     utilization: s.utilization ?? null,
+    utilization_distribution: s.utilizationSpread ?? null,
     inputs_per_batch: s.batchFill ?? null,
     phases_ms: s.phasesMs ?? null,
     window: s.window,

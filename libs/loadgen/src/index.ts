@@ -1,4 +1,10 @@
 export { apportion } from "./apportion.js";
+export type { Arrivals, RatePiece } from "./arrivals.js";
+export { renewalTimes } from "./arrivals.js";
+export type { AcceleratorClass, FleetSpec } from "./fleet.js";
+export { MAX_ACCELERATORS } from "./fleet.js";
+export type { Drift, Popularity } from "./popularity.js";
+export { epochAt, weightsIn } from "./popularity.js";
 export type { Distribution } from "./distribution.js";
 export { compileDistribution, mean, sample } from "./distribution.js";
 export type { Knee, KneeMiss, KneeOptions } from "./knee.js";

@@ -35,6 +35,30 @@ export class Random {
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.next());
   }
 
+  /**
+   * Gamma-distributed with the given shape and mean 1 (scale 1 / shape), by Marsaglia and
+   * Tsang's method; a shape below 1 is drawn as shape + 1 and scaled by U^(1/shape). A renewal
+   * process with these gaps has a coefficient of variation of 1 / sqrt(shape): 1 is Poisson,
+   * above 1 is burstier.
+   */
+  gamma(shape: number): number {
+    if (!(shape > 0) || !Number.isFinite(shape)) {
+      throw new RangeError(`gamma shape must be positive, got ${shape}`);
+    }
+    if (shape < 1) {
+      return this.gamma(shape + 1) * ((shape + 1) / shape) * (1 - this.next()) ** (1 / shape);
+    }
+    const d = shape - 1 / 3;
+    const c = 1 / Math.sqrt(9 * d);
+    for (;;) {
+      const x = this.normal();
+      const v = (1 + c * x) ** 3;
+      if (v <= 0) continue;
+      const u = 1 - this.next();
+      if (Math.log(u) < 0.5 * x * x + d - d * v + d * Math.log(v)) return (d * v) / shape;
+    }
+  }
+
   /** An index in [0, weights.length) with probability proportional to its weight. */
   pick(cumulative: readonly number[]): number {
     const total = cumulative.at(-1) ?? 0;

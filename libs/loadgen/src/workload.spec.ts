@@ -82,6 +82,20 @@ describe("compileWorkload", () => {
       "workload.mix[1].input_tokens.uniform: low 9 is above high 3",
     ],
     [[], "workload must be an object"],
+    [{ ...base, mix: [{ function: "embed", models: ["a", "a"] }] }, "lists a model twice"],
+    [
+      { ...base, mix: [{ function: "embed", models: { prefix: "m", count: 0 } }] },
+      "workload.mix[0].models.count must be a number in 1..=4096, got 0",
+    ],
+    [
+      { ...base, mix: [{ function: "embed", models: { prefix: "", count: 3 } }] },
+      "workload.mix[0].models.prefix must be a non-empty string",
+    ],
+    [
+      { ...base, mix: [{ function: "embed", models: ["a"], arrivals: { gamma: { cv: 50 } } }] },
+      "workload.mix[0].arrivals.gamma.cv must be a number in 0.1..=20, got 50",
+    ],
+    [{ ...base, fleet: { models_per_accelerator: 0.5 } }, "workload.fleet.models_per_accelerator"],
   ])("refuses %j", (raw, message) => {
     expect(() => compileWorkload(raw)).toThrow(WorkloadError);
     expect(() => compileWorkload(raw)).toThrow(message);
@@ -130,5 +144,56 @@ describe("planStep", () => {
     expect(count("m0") / count("m3")).toBeCloseTo(4, 0);
     const embeds = plan.filter((p) => p.function === "embed");
     expect(new Set(embeds.map((p) => p.inputTokens.length))).toEqual(new Set([1, 2, 3, 4]));
+  });
+
+  it("generates many models from a prefix", () => {
+    const w = compileWorkload({
+      ...base,
+      mix: [{ function: "embed", models: { prefix: "sim/m", count: 64 } }],
+    });
+    expect(w.mix[0]?.models).toHaveLength(64);
+    expect(w.mix[0]?.models.at(-1)).toBe("sim/m63");
+  });
+
+  it("keeps each model's own stream bursty and its share of the rate", () => {
+    const bursty = compileWorkload({
+      ...base,
+      mix: [
+        { function: "embed", models: { prefix: "m", count: 4 }, arrivals: { gamma: { cv: 4 } } },
+      ],
+    });
+    const plan = planStep(bursty, 0, 200, 60);
+    expect(plan.length / 60).toBeGreaterThan(150);
+    expect(plan.length / 60).toBeLessThan(250);
+    // Arrivals of one model per second vary far more than Poisson's (variance = mean).
+    const perSecond = new Array<number>(60).fill(0);
+    for (const p of plan.filter((r) => r.model === "m0")) {
+      const second = Math.floor(p.atMs / 1000);
+      perSecond[second] = (perSecond[second] ?? 0) + 1;
+    }
+    const mean = perSecond.reduce((a, b) => a + b, 0) / 60;
+    const variance = perSecond.reduce((a, c) => a + (c - mean) ** 2, 0) / 60;
+    expect(variance / mean).toBeGreaterThan(4);
+    expect(plan.map((p) => p.atMs)).toEqual(plan.map((p) => p.atMs).sort((a, b) => a - b));
+  });
+
+  it("moves the hot model from step to step as popularity drifts", () => {
+    const drifting = compileWorkload({
+      ...base,
+      mix: [
+        {
+          function: "embed",
+          models: ["m0", "m1", "m2", "m3"],
+          popularity: { zipf: 2, drift: { every_seconds: 10, rotate: 1 } },
+        },
+      ],
+    });
+    const hottest = (step: number): string => {
+      const counts = new Map<string, number>();
+      for (const p of planStep(drifting, step, 100, 10))
+        counts.set(p.model, (counts.get(p.model) ?? 0) + 1);
+      return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? "";
+    };
+    expect([0, 1, 2, 3, 4].map(hottest)).toEqual(["m0", "m1", "m2", "m3", "m0"]);
   });
 });

@@ -1,6 +1,10 @@
+import { compileArrivals, type Arrivals } from "./arrivals.js";
 import { compileDistribution, type Distribution } from "./distribution.js";
-import { cumulative, zipfWeights } from "./random.js";
+import { compileFleet, type FleetSpec } from "./fleet.js";
+import { compilePopularity, type Popularity } from "./popularity.js";
+import { cumulative } from "./random.js";
 import { WorkloadError } from "./workload-error.js";
+import { integer, number, object, type Obj } from "./validate.js";
 
 /** What a request asks the cluster for. */
 export type RequestFunction = "embed" | "generate";
@@ -14,6 +18,9 @@ export interface MixEntry {
   readonly models: readonly string[];
   /** Running sums of the models' popularity weights, for {@link Random.pick}. */
   readonly modelCumulative: readonly number[];
+  /** The models' weights and how they drift over the sweep. */
+  readonly popularity: Popularity;
+  readonly arrivals: Arrivals;
   /** Tokens of each input (embed) or of the prompt (generate). */
   readonly inputTokens: Distribution;
   /** Inputs per request (embed); 1 for generate. */
@@ -42,26 +49,8 @@ export interface Workload {
   readonly load: LoadSchedule;
   readonly mix: readonly MixEntry[];
   readonly mixCumulative: readonly number[];
-}
-
-type Obj = Record<string, unknown>;
-
-function object(raw: unknown, where: string, keys: readonly string[]): Obj {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new WorkloadError(`${where} must be an object`);
-  }
-  const unknown = Object.keys(raw).filter((k) => !keys.includes(k));
-  if (unknown.length > 0) throw new WorkloadError(`${where}: unknown key ${unknown[0]}`);
-  return raw as Obj;
-}
-
-function number(raw: unknown, where: string, min: number, max: number): number {
-  if (typeof raw !== "number" || !Number.isFinite(raw) || raw < min || raw > max) {
-    throw new WorkloadError(
-      `${where} must be a number in ${min}..=${max}, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return raw;
+  /** The simulated fleet to run on (the fleet scenario only). */
+  readonly fleet?: FleetSpec;
 }
 
 function rates(raw: Obj, where: string): number[] {
@@ -91,12 +80,39 @@ function rates(raw: Obj, where: string): number[] {
   throw new WorkloadError(`${where} must have rates (a list) or ramp ({from, to, step})`);
 }
 
-function mixEntry(raw: unknown, where: string): MixEntry {
+/**
+ * A mix entry's model ids: a list, or `{"prefix": "sim/m", "count": 64}` for `sim/m0` …
+ * `sim/m63` (a long tail of models without writing each one).
+ */
+function modelIds(raw: unknown, where: string): string[] {
+  if (Array.isArray(raw)) {
+    if (raw.length === 0 || raw.some((m) => typeof m !== "string" || m === "")) {
+      throw new WorkloadError(`${where} must be a non-empty list of model ids`);
+    }
+    if (new Set(raw).size !== raw.length) throw new WorkloadError(`${where} lists a model twice`);
+    return raw as string[];
+  }
+  if (typeof raw === "object" && raw !== null) {
+    const g = object(raw, where, ["prefix", "count"]);
+    const prefix = g["prefix"];
+    if (typeof prefix !== "string" || prefix === "") {
+      throw new WorkloadError(`${where}.prefix must be a non-empty string`);
+    }
+    const count = integer(g["count"], `${where}.count`, 1, 4096);
+    return Array.from({ length: count }, (_, i) => `${prefix}${i}`);
+  }
+  throw new WorkloadError(
+    `${where} must be a non-empty list of model ids or {"prefix": "…", "count": n}`,
+  );
+}
+
+function mixEntry(raw: unknown, where: string, seed: number): MixEntry {
   const e = object(raw, where, [
     "function",
     "share",
     "models",
     "popularity",
+    "arrivals",
     "input_tokens",
     "inputs",
     "output_tokens",
@@ -108,19 +124,8 @@ function mixEntry(raw: unknown, where: string): MixEntry {
       `${where}.function must be embed or generate, got ${JSON.stringify(fn)}`,
     );
   }
-  const models = e["models"];
-  if (
-    !Array.isArray(models) ||
-    models.length === 0 ||
-    models.some((m) => typeof m !== "string" || m === "")
-  ) {
-    throw new WorkloadError(`${where}.models must be a non-empty list of model ids`);
-  }
-  let weights = models.map(() => 1);
-  if (e["popularity"] !== undefined) {
-    const p = object(e["popularity"], `${where}.popularity`, ["zipf"]);
-    weights = zipfWeights(models.length, number(p["zipf"], `${where}.popularity.zipf`, 0, 10));
-  }
+  const models = modelIds(e["models"], `${where}.models`);
+  const popularity = compilePopularity(e["popularity"], models.length, `${where}.popularity`, seed);
   if (fn === "embed" && (e["output_tokens"] !== undefined || e["stream"] !== undefined)) {
     throw new WorkloadError(`${where}: output_tokens and stream are for generate only`);
   }
@@ -133,8 +138,10 @@ function mixEntry(raw: unknown, where: string): MixEntry {
   return {
     function: fn,
     share: e["share"] === undefined ? 1 : number(e["share"], `${where}.share`, 1e-6, 1e6),
-    models: models as string[],
-    modelCumulative: cumulative(weights),
+    models,
+    modelCumulative: cumulative(popularity.weights),
+    popularity,
+    arrivals: compileArrivals(e["arrivals"], `${where}.arrivals`),
     inputTokens: compileDistribution(e["input_tokens"] ?? 16, `${where}.input_tokens`),
     inputs: compileDistribution(e["inputs"] ?? 1, `${where}.inputs`),
     ...(fn === "generate"
@@ -145,11 +152,11 @@ function mixEntry(raw: unknown, where: string): MixEntry {
 }
 
 /**
- * Validates a parsed workload file (docs/bench.md describes the format). Closed at every level:
+ * Validates a parsed workload file (libs/loadgen/README.md describes the format). Closed at every level:
  * a misspelt key is an error rather than a silently different benchmark.
  */
 export function compileWorkload(raw: unknown): Workload {
-  const w = object(raw, "workload", ["name", "seed", "slo", "load", "mix"]);
+  const w = object(raw, "workload", ["name", "seed", "slo", "load", "mix", "fleet"]);
   const name = w["name"];
   if (typeof name !== "string" || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(name)) {
     throw new WorkloadError("workload.name must match [a-z0-9][a-z0-9-]{0,62}");
@@ -169,7 +176,7 @@ export function compileWorkload(raw: unknown): Workload {
   if (!Array.isArray(mixRaw) || mixRaw.length === 0) {
     throw new WorkloadError("workload.mix must be a non-empty list");
   }
-  const mix = mixRaw.map((m, i) => mixEntry(m, `workload.mix[${i}]`));
+  const mix = mixRaw.map((m, i) => mixEntry(m, `workload.mix[${i}]`, (seed + i) >>> 0));
   return {
     name,
     seed,
@@ -181,5 +188,6 @@ export function compileWorkload(raw: unknown): Workload {
     },
     mix,
     mixCumulative: cumulative(mix.map((m) => m.share)),
+    ...(w["fleet"] === undefined ? {} : { fleet: compileFleet(w["fleet"], "workload.fleet") }),
   };
 }

@@ -1,5 +1,5 @@
 export type { RoutingPolicy } from "./policy.js";
-export { Chooser, ROUTING_POLICIES } from "./policy.js";
+export { Chooser, ROUTING_POLICIES, VIEW_BLIND_POLICIES } from "./policy.js";
 export { WorkerView } from "./worker-view.js";
 export type { RouterOptions } from "./router.js";
 export { Router } from "./router.js";

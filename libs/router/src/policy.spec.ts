@@ -113,6 +113,21 @@ describe("Chooser", () => {
     expect(counts.get("a")).toBeUndefined();
   });
 
+  it("random ignores load and spreads evenly", () => {
+    const v = view(workers);
+    for (let i = 0; i < 50; i++) v.sent("a");
+    const c = new Chooser("random");
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 3000; i++) {
+      const w = c.choose(workers, v);
+      counts.set(w, (counts.get(w) ?? 0) + 1);
+    }
+    // a, far busier than the others, still gets its third.
+    for (const w of workers)
+      expect(Math.abs((counts.get(w) ?? 0) / 3000 - 1 / 3)).toBeLessThan(0.05);
+    expect(new Chooser("random", () => 0.99).choose(workers, v)).toBe("c");
+  });
+
   it("refuses an empty candidate list", () => {
     expect(() => new Chooser("round-robin").choose([], view([]))).toThrow(/no candidates/);
   });

@@ -10,15 +10,22 @@ import type { WorkerView } from "./worker-view.js";
  *   share the load);
  * - `power-of-two`: two distinct candidates at random, the less loaded of the two
  *   (Mitzenmacher's power of two choices; Envoy's least-request default), which herds less
- *   than least-outstanding when the view is stale.
+ *   than least-outstanding when the view is stale;
+ * - `random`: any candidate, uniformly (Envoy's `RANDOM`): the naive baseline the others must
+ *   beat to count as strong, blind to load and to the view.
  */
-export type RoutingPolicy = "round-robin" | "least-outstanding" | "power-of-two";
+export type RoutingPolicy = "round-robin" | "least-outstanding" | "power-of-two" | "random";
 
+/** The policies a comparison runs by default: the load-aware ones and the naive baseline. */
 export const ROUTING_POLICIES: readonly RoutingPolicy[] = [
   "round-robin",
   "least-outstanding",
   "power-of-two",
+  "random",
 ];
+
+/** Policies that never read the view, so its refresh interval does not change them. */
+export const VIEW_BLIND_POLICIES: readonly RoutingPolicy[] = ["round-robin", "random"];
 
 /** Picks workers for one model under one policy; keeps the round-robin position. */
 export class Chooser {
@@ -45,6 +52,8 @@ export class Chooser {
         }
         return best;
       }
+      case "random":
+        return at(Math.floor(this.random() * candidates.length));
       case "power-of-two": {
         if (candidates.length === 1) return at(0);
         const a = Math.floor(this.random() * candidates.length);

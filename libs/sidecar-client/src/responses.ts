@@ -111,6 +111,11 @@ export interface ModelStats {
 export interface StatsResult {
   readonly uptimeUs: number;
   readonly models: ModelStats[];
+  /**
+   * A sidecar whose simulated models share one device (`--sim-device shared`): the time that
+   * device has been busy, µs. Its models' `busyUs` then also count their turns waiting for it.
+   */
+  readonly deviceBusyUs?: number;
 }
 
 /** A response split into its request id and either its body or the sidecar's error. */
@@ -235,6 +240,7 @@ export function parseStats(body: FrameBody): StatsResult {
           }
         : {}),
     })),
+    ...(f.has("device_busy_us") ? { deviceBusyUs: f.uint("device_busy_us") } : {}),
   };
 }
 

@@ -36,11 +36,16 @@ export function minilmCatalog(): Catalog {
   );
 }
 
-/** A simulated model's batch cost (docs/simulated-backend.md); zero by default. */
+/**
+ * A simulated model's batch cost (docs/simulated-backend.md); zero by default. With its memory
+ * (100 MB by default) and how long a load takes (none by default).
+ */
 export interface SimCost {
   readonly fixedUs?: number;
   readonly perSequenceUs?: number;
   readonly perPaddedTokenNs?: number;
+  readonly memoryBytes?: number;
+  readonly loadMs?: number;
 }
 
 /**
@@ -58,7 +63,8 @@ export function simEmbeddingEntry(id: string, key: string, cost: SimCost = {}): 
     // MiniLM's tokenizer, so that token counts are real; nothing computes.
     source: { kind: "dir", path: minilmDir() },
     sim: {
-      memoryBytes: 100_000_000,
+      memoryBytes: cost.memoryBytes ?? 100_000_000,
+      ...(cost.loadMs === undefined ? {} : { loadMs: cost.loadMs }),
       fixedUs: cost.fixedUs ?? 0,
       perSequenceUs: cost.perSequenceUs ?? 0,
       perPaddedTokenNs: cost.perPaddedTokenNs ?? 0,

@@ -19,22 +19,29 @@ export interface Harness {
 export interface SidecarCounters {
   /** Time spent computing batches, µs. */
   readonly busyUs: number;
+  /** The same, for each sidecar (accelerator) in turn. */
+  readonly busyUsEach: readonly number[];
   readonly batches: number;
   /** Inputs in those batches. */
   readonly items: number;
 }
 
-/** Sums the `stats` counters of `sidecars`. */
+/** Sums the `stats` counters of `sidecars`, one sidecar per accelerator. */
 export async function sumCounters(sidecars: readonly SidecarClient[]): Promise<SidecarCounters> {
-  let busyUs = 0;
   let batches = 0;
   let items = 0;
+  const busyUsEach: number[] = [];
   for (const sidecar of sidecars) {
-    for (const m of (await sidecar.stats()).models) {
-      busyUs += m.busyUs;
+    const stats = await sidecar.stats();
+    let busy = 0;
+    for (const m of stats.models) {
+      busy += m.busyUs;
       batches += m.batches;
       items += m.items;
     }
+    // On a shared simulated device the models' busy times overlap (each counts its waits for
+    // the device); the device's own is the accelerator's.
+    busyUsEach.push(stats.deviceBusyUs ?? busy);
   }
-  return { busyUs, batches, items };
+  return { busyUs: busyUsEach.reduce((a, b) => a + b, 0), busyUsEach, batches, items };
 }

@@ -1,10 +1,11 @@
 /**
  * The fleet scenario's cluster: many simulated accelerators on this machine. nats-server, the
  * ingress service, and one worker process per accelerator whose sidecar runs the simulated
- * backend (docs/simulated-backend.md) with the catalog's cost model; each worker serves one
- * model, with replicas in proportion to the models' popularity. In router mode the workers
- * pull only their routed subjects and a router service (libs/router) assigns every item;
- * `routeWith` replaces the router to try another policy or refresh interval on the same
+ * backend (docs/simulated-backend.md) with the models the placement gives it. An accelerator's
+ * speed divides the cost model of its models (its own catalog file), and the worker's prior of
+ * that cost with it, as a deployment calibrates each kind of accelerator. In router mode the
+ * workers pull only their routed subjects and a router service (libs/router) assigns every
+ * item; `routeWith` replaces the router to try another policy or refresh interval on the same
  * workers.
  */
 import { writeFile } from "node:fs/promises";
@@ -20,29 +21,36 @@ import {
   tempDir,
   type ServiceHandle,
 } from "@shoal/testing";
+import type { PlacedAccelerator } from "../fleet-placement.js";
 import { sumCounters, type Harness } from "./harness.js";
-
-/** One simulated model of the fleet and how many accelerators hold it. */
-export interface FleetModel {
-  readonly id: string;
-  readonly key: string;
-  readonly replicas: number;
-}
 
 export interface FleetCost {
   readonly fixedUs: number;
   readonly perPaddedTokenNs: number;
 }
 
+/** A model's serving settings as a catalog entry's `serving` holds them. */
+export type FleetServing = Readonly<Record<string, unknown>> & {
+  readonly batchCostPrior?: {
+    readonly fixedUs: number;
+    readonly perSequenceUs: number;
+    readonly perPaddedTokenUs: number;
+  };
+};
+
 export interface FleetOptions {
-  readonly models: readonly FleetModel[];
+  /** Every model of the workload (catalog ids `sim/<key>`). */
+  readonly models: readonly string[];
+  readonly accelerators: readonly PlacedAccelerator[];
+  /** Batch cost on a speed-1 accelerator. */
   readonly cost: FleetCost;
+  readonly modelMemoryBytes: number;
+  /** Every model's serving settings (a bundle's tuned ones), or none for the defaults. */
+  readonly serving?: FleetServing;
   /** `routed`: workers take only what a router assigns them. */
   readonly routed: boolean;
   /** Extra environment for every worker (serving parameters under test). */
   readonly workerEnv?: Readonly<Record<string, string>>;
-  /** `SHOAL_BUNDLE` for the workers and ingress: a bundle file, or `none` for the defaults. */
-  readonly bundle?: string;
 }
 
 export interface FleetHarness extends Harness {
@@ -50,20 +58,49 @@ export interface FleetHarness extends Harness {
   routeWith(policy: RoutingPolicy, refreshMs: number): Promise<void>;
 }
 
+/** A simulated model's subject key: its id without the `sim/` prefix. */
+export function modelKey(id: string): string {
+  return id.replace(/^sim\//, "");
+}
+
+/** The catalog of the fleet's models as an accelerator of `speed` runs them. */
+function catalogAt(o: FleetOptions, speed: number): object {
+  const prior = o.serving?.batchCostPrior;
+  const serving =
+    o.serving === undefined
+      ? undefined
+      : {
+          ...o.serving,
+          ...(prior === undefined
+            ? {}
+            : {
+                batchCostPrior: {
+                  fixedUs: prior.fixedUs / speed,
+                  perSequenceUs: prior.perSequenceUs / speed,
+                  perPaddedTokenUs: prior.perPaddedTokenUs / speed,
+                },
+              }),
+        };
+  return {
+    models: o.models.map((id) => ({
+      ...simEmbeddingEntry(id, modelKey(id), {
+        fixedUs: o.cost.fixedUs / speed,
+        perPaddedTokenNs: o.cost.perPaddedTokenNs / speed,
+        memoryBytes: o.modelMemoryBytes,
+      }),
+      ...(serving === undefined ? {} : { serving }),
+    })),
+  };
+}
+
 export async function startSimFleet(options: FleetOptions): Promise<FleetHarness> {
   const dir = await tempDir("bench-fleet");
-  const catalogPath = join(dir, "catalog.json");
-  await writeFile(
-    catalogPath,
-    JSON.stringify({
-      models: options.models.map((m) =>
-        simEmbeddingEntry(m.id, m.key, {
-          fixedUs: options.cost.fixedUs,
-          perPaddedTokenNs: options.cost.perPaddedTokenNs,
-        }),
-      ),
-    }),
-  );
+  const catalogs = new Map<number, string>();
+  for (const speed of new Set([1, ...options.accelerators.map((a) => a.speed)])) {
+    const path = join(dir, `catalog-${speed}.json`);
+    await writeFile(path, JSON.stringify(catalogAt(options, speed)));
+    catalogs.set(speed, path);
+  }
   const nats = await startNatsServer();
   const services: ServiceHandle[] = [];
   const clients: SidecarClient[] = [];
@@ -76,26 +113,25 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
     await nats.stop();
   };
   const port = await freePort();
-  const bundleEnv: Record<string, string> =
-    options.bundle === undefined ? {} : { SHOAL_BUNDLE: options.bundle };
+  // The serving settings travel in the catalogs, scaled to each accelerator.
+  const bundleEnv = { SHOAL_BUNDLE: "none" };
   try {
-    const placements = options.models.flatMap((m) =>
-      Array.from({ length: m.replicas }, (_, r) => ({ model: m, id: `${m.key}-r${r}` })),
-    );
     // A few at a time: each start spawns a Node process and a sidecar.
-    for (let i = 0; i < placements.length; i += 4) {
-      const group = placements.slice(i, i + 4);
+    for (let i = 0; i < options.accelerators.length; i += 4) {
+      const group = options.accelerators.slice(i, i + 4);
       const started = await Promise.all(
-        group.map(({ model, id }) =>
+        group.map(({ id, speed, models }) =>
           startService("worker", {
             env: {
               NATS_URL: nats.url,
-              SHOAL_CATALOG: catalogPath,
+              SHOAL_CATALOG: catalogs.get(speed) as string,
               SHOAL_SIDECAR_BIN: sidecarBinary(),
               SHOAL_SIDECAR_BACKEND: "sim",
+              // The models an accelerator holds take turns on it.
+              SHOAL_SIDECAR_SIM_DEVICE: "shared",
               SHOAL_SIDECAR_SOCKET: join(dir, `${id}.sock`),
               SHOAL_WORKER_ID: id,
-              SHOAL_WORKER_MODELS: model.id,
+              SHOAL_WORKER_MODELS: models.join(","),
               SHOAL_WORK_SOURCE: options.routed ? "routed" : "shared",
               LOG_LEVEL: "info",
               ...bundleEnv,
@@ -106,8 +142,8 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
         ),
       );
       services.push(...started);
-      for (const { model, id } of group) {
-        workers.set(id, [model.key]);
+      for (const { id, models } of group) {
+        workers.set(id, models.map(modelKey));
         clients.push(await SidecarClient.connect({ socketPath: join(dir, `${id}.sock`) }));
       }
     }
@@ -115,7 +151,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
       await startService("ingress", {
         env: {
           NATS_URL: nats.url,
-          SHOAL_CATALOG: catalogPath,
+          SHOAL_CATALOG: catalogs.get(1) as string,
           SHOAL_PORT: String(port),
           SHOAL_HOST: "127.0.0.1",
           SHOAL_MAX_PENDING: "100000",

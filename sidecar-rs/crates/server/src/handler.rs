@@ -129,6 +129,7 @@ async fn dispatch(
             &response::Stats {
                 uptime_us: u64::try_from(state.started.elapsed().as_micros()).unwrap_or(u64::MAX),
                 models: state.registry.stats(),
+                device_busy_us: shoal_sidecar_sim::shared_device().map(|d| d.busy_us()),
             },
         )),
         Op::Load {

@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use error::{ErrorCode, ProtocolError, ServerError};
-pub use options::{BackendKind, ModelArg, Options};
+pub use options::{BackendKind, ModelArg, Options, SimDevice};
 
 use connection::ConnectionLimits;
 use handler::State;
@@ -62,6 +62,9 @@ impl Sidecar {
     /// `--model`. Fails if any of that fails.
     pub async fn start(options: Options) -> Result<Self, ServerError> {
         let runtime = CandleRuntime::open(options.device).map_err(ServerError::Device)?;
+        if options.sim_device == SimDevice::Shared {
+            shoal_sidecar_sim::share_one_device();
+        }
         let listener = bind(&options.socket)?;
         let socket_id = std::fs::metadata(&options.socket)
             .ok()

@@ -52,6 +52,12 @@ pub struct Options {
     #[clap(long, env = "SHOAL_SIDECAR_BACKEND", value_enum, default_value_t = BackendKind::Candle)]
     pub backend: BackendKind,
 
+    /// How simulated models share the accelerator: `per-model` gives each its own timeline
+    /// (models compute side by side), `shared` makes them take turns on one device, so packing
+    /// more models on a sidecar adds no compute (docs/simulated-backend.md).
+    #[clap(long, env = "SHOAL_SIDECAR_SIM_DEVICE", value_enum, default_value_t = SimDevice::PerModel)]
+    pub sim_device: SimDevice,
+
     /// Accelerator to run on: `cpu`, `cuda` or `cuda:N` (CUDA needs the `cuda` build feature).
     #[clap(long, env = "SHOAL_SIDECAR_DEVICE", default_value = "cpu")]
     pub device: DeviceSpec,
@@ -78,6 +84,7 @@ impl Options {
             model_queue: 256,
             exit_on_stdin_eof: false,
             backend: BackendKind::Candle,
+            sim_device: SimDevice::PerModel,
             device: DeviceSpec::Cpu,
             shutdown_grace_ms: 30_000,
         }
@@ -121,6 +128,16 @@ impl BackendKind {
             _ => None,
         }
     }
+}
+
+/// How the simulated models of one sidecar share its accelerator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SimDevice {
+    /// Every model on a timeline of its own.
+    #[default]
+    PerModel,
+    /// Every model's batches in turn on one device.
+    Shared,
 }
 
 /// One `--model name=dir` argument.

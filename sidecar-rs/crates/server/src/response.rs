@@ -105,6 +105,10 @@ pub(crate) struct AdapterUnloaded<'a> {
 pub(crate) struct Stats {
     pub uptime_us: u64,
     pub models: Vec<ModelStats>,
+    /// With `--sim-device shared`: the time the one simulated device has been busy, µs (each
+    /// model's `busy_us` then also counts its turns waiting for the device).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_busy_us: Option<u64>,
 }
 
 #[derive(Serialize)]

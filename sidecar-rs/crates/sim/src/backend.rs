@@ -8,6 +8,7 @@ use shoal_sidecar_core::{
 use tokenizers::PostProcessor;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use crate::device::shared_device;
 use crate::tokens::estimate_tokens;
 use crate::{CostModel, SimError, SimParams, pseudo_embedding, pseudo_embedding_of_ids};
 
@@ -208,7 +209,13 @@ impl Backend for SimBackend {
                 Input::Ids(ids) => pseudo_embedding_of_ids(ids, dim),
             });
         }
-        wait_until(started, self.params.cost.batch_cost(tokens.len(), longest));
+        let cost = self.params.cost.batch_cost(tokens.len(), longest);
+        match shared_device() {
+            Some(device) => {
+                device.run(started, cost);
+            }
+            None => wait_until(started, cost),
+        }
         Ok(Embeddings {
             dim,
             values,

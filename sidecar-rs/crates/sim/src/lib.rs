@@ -10,18 +10,23 @@
 //! runs by `examples/calibrate.rs` (see `docs/simulated-backend.md`); any of them can be
 //! overridden per load through [`SimOverrides`].
 //!
+//! Each model computes on its own timeline unless the process shares one device among them
+//! ([`share_one_device`]), as a fleet that packs several models on one accelerator needs.
+//!
 //! Only the embedding family is simulated today. The cost model and the token counter know
 //! nothing about families, so scoring, extraction and generation become further
 //! [`shoal_sidecar_core::Backend`] methods that charge the same [`CostModel`].
 
 mod backend;
 mod cost;
+mod device;
 mod error;
 mod pseudo;
 mod tokens;
 
 pub use backend::SimBackend;
 pub use cost::{CostModel, Profile, SimOverrides, SimParams};
+pub use device::{SharedDevice, share_one_device, shared_device};
 pub use error::SimError;
 pub use pseudo::{pseudo_embedding, pseudo_embedding_of_ids};
 pub use tokens::estimate_tokens;
