@@ -51,6 +51,7 @@ import { rawEmbedThroughput } from "./raw-denominator.js";
 import { writeResult } from "./result.js";
 import {
   defaultBundle,
+  FLEET_AUTOSCALE,
   FLEET_SUITE,
   fleetWorkloadPath,
   SCENARIOS,
@@ -70,7 +71,7 @@ const usage =
   "usage: npm run bench -- --scenario minilm|fleet|smollm2|overhead|fairness --out <dir> [--compare router] " +
   "[--workload <file> | --suite] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
-  "[--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
+  "[--target-lag N] [--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
   "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N] [--observed] [--phase-seconds N]";
 const { values } = parseOrExit(
   () =>
@@ -84,6 +85,7 @@ const { values } = parseOrExit(
         "refresh-ms": { type: "string", default: "1,10,100" },
         accelerators: { type: "string" },
         suite: { type: "boolean", default: false },
+        "target-lag": { type: "string" },
         bundle: { type: "string" },
         target: { type: "string", default: "rest" },
         device: { type: "string", default: "cpu" },
@@ -289,6 +291,9 @@ if (scenario === "minilm") {
       policies,
       refreshes,
       target,
+      ...(values["target-lag"] === undefined
+        ? {}
+        : { autoscale: { ...FLEET_AUTOSCALE, targetLag: Number(values["target-lag"]) } }),
       running: (h) => (running = h),
     });
     const result = await writeResult(dir, scenario, w, wRates, outcome.modes, {

@@ -8,7 +8,7 @@
 import type { ConfigBundle } from "@shoal/config";
 import type { Workload } from "@shoal/loadgen";
 import { VIEW_BLIND_POLICIES, type RoutingPolicy } from "@shoal/router";
-import type { FleetHarness } from "./harness/sim-fleet.js";
+import type { FleetHarness, RouterAutoscale } from "./harness/sim-fleet.js";
 import { fleetSetup, startScenario, warm } from "./scenarios.js";
 import { sweep, type ModeResult } from "./sweep.js";
 import { sender, type Target } from "./targets/index.js";
@@ -25,6 +25,8 @@ export interface FleetCompareOptions {
   readonly policies: readonly RoutingPolicy[];
   readonly refreshes: readonly number[];
   readonly target: Target;
+  /** The router baseline's replica autoscaler, for workloads with dynamic residency. */
+  readonly autoscale?: RouterAutoscale | undefined;
   /** Told of each cluster as it starts, so Ctrl-C can stop it. */
   readonly running: (harness: FleetHarness) => void;
 }
@@ -35,14 +37,31 @@ export interface FleetOutcome {
 }
 
 export async function compareFleet(o: FleetCompareOptions): Promise<FleetOutcome> {
-  const setup = fleetSetup(o.workload, o.accelerators, o.loadedBundle);
+  const setup = fleetSetup(o.workload, o.accelerators, o.loadedBundle, o.autoscale);
   const modes: Record<string, ModeResult> = {};
   let extra: Record<string, unknown> = {
     accelerators: setup.accelerators.length,
-    placement: setup.accelerators.map((a) => ({ id: a.id, speed: a.speed, models: a.models })),
+    placement: setup.accelerators.map((a) => ({
+      id: a.id,
+      speed: a.speed,
+      memory_bytes: a.memoryBytes,
+      models: a.models,
+    })),
     cost: setup.cost,
+    residency:
+      setup.dynamic === undefined
+        ? "static"
+        : {
+            dynamic: true,
+            load_ms: setup.dynamic.loadMs,
+            router_autoscale: setup.dynamic.autoscale,
+          },
   };
-  const options = { bundle: o.bundle, accelerators: o.accelerators };
+  const options = {
+    bundle: o.bundle,
+    accelerators: o.accelerators,
+    ...(o.autoscale === undefined ? {} : { autoscale: o.autoscale }),
+  };
   const pull = await startScenario("fleet", o.workload, options);
   o.running(pull);
   try {

@@ -10,7 +10,14 @@
  */
 import { join } from "node:path";
 import type { ConfigBundle } from "@shoal/config";
-import { apportion, weightsIn, zipfWeights, type Send, type Workload } from "@shoal/loadgen";
+import {
+  apportion,
+  weightsIn,
+  zipfWeights,
+  type AcceleratorClass,
+  type Send,
+  type Workload,
+} from "@shoal/loadgen";
 import { bundleFromEnv, catalogFromEnv } from "@shoal/process";
 import { repoRoot } from "@shoal/testing";
 import { publishWorkloadAdapters } from "./harness/adapters.js";
@@ -20,7 +27,9 @@ import {
   startSimFleet,
   type FleetCost,
   type FleetHarness,
+  type FleetOptions,
   type FleetServing,
+  type RouterAutoscale,
 } from "./harness/sim-fleet.js";
 import { placeFleet, type PlacedAccelerator } from "./fleet-placement.js";
 
@@ -111,11 +120,37 @@ export function skewedReplicas(workload: Workload, accelerators: number, skew: n
 /** What a fleet run starts: its models, placed on its accelerators, and their costs. */
 export interface FleetSetup {
   readonly models: readonly string[];
+  /** With dynamic residency, none placed: they load as demand comes. */
   readonly accelerators: readonly PlacedAccelerator[];
   readonly cost: FleetCost;
   readonly modelMemoryBytes: number;
   readonly serving?: FleetServing;
+  readonly dynamic?: FleetOptions["dynamic"];
 }
+
+/** How long a model load takes with dynamic residency unless the workload says. */
+const FLEET_MODEL_LOAD_MS = 2000;
+
+/**
+ * The router baseline's replica autoscaler, set generously: it reads the queues every second
+ * (KEDA's default polling interval is 30 s, HPA's sync period 15 s) and holds a scale-down for
+ * 10 s (HPA's default window is 300 s), so replica sets follow demand much faster than a
+ * default Kubernetes setup would. The target of 8 queued items per replica is about one
+ * batch's worth at the fleet's knee; `--target-lag` tries others.
+ */
+/**
+ * Queued items per copy above which the pull fleet's model-loader adds a copy: about one
+ * batch's worth at the fleet's knee, as for the router's autoscaler (the loader's default, 64,
+ * suits accelerators that take hundreds of items a batch).
+ */
+const FLEET_REPLICATE_ABOVE_PENDING = 8;
+
+export const FLEET_AUTOSCALE: RouterAutoscale = {
+  targetLag: 8,
+  scaleDownWindowMs: 10_000,
+  syncMs: 1000,
+  minReplicas: 1,
+};
 
 /**
  * The workload's fleet (its `fleet` section, or 32 identical accelerators of one model each)
@@ -128,6 +163,7 @@ export function fleetSetup(
   workload: Workload,
   accelerators: number | undefined,
   bundle?: ConfigBundle,
+  autoscale: RouterAutoscale = FLEET_AUTOSCALE,
 ): FleetSetup {
   const spec = workload.fleet;
   if (accelerators !== undefined && spec?.accelerators !== undefined) {
@@ -149,14 +185,17 @@ export function fleetSetup(
       : undefined;
   const cost = spec?.batchCost ?? FLEET_COST;
   const modelMemoryBytes = spec?.modelMemoryBytes ?? FLEET_MODEL_MEMORY_BYTES;
-  const placed = placeFleet({
-    models,
-    weights: fleetWeights(workload),
-    accelerators: classes,
-    perAccelerator,
-    modelMemoryBytes,
-    ...(fixedReplicas === undefined ? {} : { replicas: fixedReplicas }),
-  });
+  const dynamic = spec?.residency === "dynamic";
+  const placed = dynamic
+    ? emptyFleet(classes, modelMemoryBytes)
+    : placeFleet({
+        models,
+        weights: fleetWeights(workload),
+        accelerators: classes,
+        perAccelerator,
+        modelMemoryBytes,
+        ...(fixedReplicas === undefined ? {} : { replicas: fixedReplicas }),
+      });
   const first = bundle === undefined ? undefined : [...bundle.models.values()][0];
   let serving: FleetServing | undefined;
   if (first !== undefined) {
@@ -180,10 +219,36 @@ export function fleetSetup(
   return {
     models,
     accelerators: placed,
+    ...(dynamic
+      ? {
+          dynamic: {
+            loadMs: spec.modelLoadMs ?? FLEET_MODEL_LOAD_MS,
+            autoscale,
+            replicateAbovePending: FLEET_REPLICATE_ABOVE_PENDING,
+          },
+        }
+      : {}),
     cost,
     modelMemoryBytes,
     ...(serving === undefined ? {} : { serving }),
   };
+}
+
+/** Accelerators with nothing placed on them, for dynamic residency; each must fit a model. */
+function emptyFleet(
+  classes: readonly AcceleratorClass[],
+  modelMemoryBytes: number,
+): PlacedAccelerator[] {
+  const all = classes.flatMap((c) => Array.from({ length: c.count }, () => c));
+  if (all.some((a) => a.memoryBytes < modelMemoryBytes)) {
+    throw new RangeError(`a model of ${modelMemoryBytes} bytes does not fit every accelerator`);
+  }
+  return all.map((a, i) => ({
+    id: `a${i}`,
+    speed: a.speed,
+    memoryBytes: a.memoryBytes,
+    models: [],
+  }));
 }
 
 export interface ScenarioOptions {
@@ -197,6 +262,8 @@ export interface ScenarioOptions {
   readonly accelerators?: number | undefined;
   /** Fleet: workers take only what a router assigns them. */
   readonly routed?: boolean;
+  /** Fleet with dynamic residency: the router's replica autoscaler. */
+  readonly autoscale?: RouterAutoscale;
 }
 
 export function startScenario(
@@ -238,20 +305,28 @@ export async function startScenario(
       ? undefined
       : await bundleFromEnv({ SHOAL_BUNDLE: options.bundle });
   return startSimFleet({
-    ...fleetSetup(workload, options.accelerators, loaded?.bundle),
+    ...fleetSetup(workload, options.accelerators, loaded?.bundle, options.autoscale),
     routed: options.routed ?? false,
   });
 }
 
-/** One request per model, so no step pays for a cold tokenizer or a first batch. */
+/**
+ * One request per model, a few models at a time, so no step pays for a cold tokenizer, a first
+ * batch or (with dynamic residency) a first load.
+ */
 export async function warm(send: Send, workload: Workload): Promise<void> {
-  for (const entry of workload.mix) {
-    for (const model of entry.models) {
-      await send(
-        { atMs: 0, function: entry.function, model, inputTokens: [8], maxTokens: 1, stream: false },
-        AbortSignal.timeout(300_000),
-      );
-    }
+  const requests = workload.mix.flatMap((entry) =>
+    entry.models.map((model) => ({
+      atMs: 0,
+      function: entry.function,
+      model,
+      inputTokens: [8],
+      maxTokens: 1,
+      stream: false,
+    })),
+  );
+  for (let i = 0; i < requests.length; i += 16) {
+    await Promise.all(requests.slice(i, i + 16).map((r) => send(r, AbortSignal.timeout(300_000))));
   }
 }
 

@@ -23,6 +23,8 @@ export type SweptStep = StepResult & {
   readonly window: { readonly from: string; readonly to: string };
   /** How busy the accelerators were, one by one, over the step: p10, p50 and p90 of them. */
   readonly utilizationSpread?: UtilizationSpread;
+  /** With dynamic residency: models loaded and unloaded per minute over the step. */
+  readonly residencyPerMin?: { readonly loads: number; readonly unloads: number };
 };
 
 export interface UtilizationSpread {
@@ -73,6 +75,7 @@ export async function sweep(
   for (const [i, rate] of rates.entries()) {
     if (i < from) continue;
     const before = await harness.counters();
+    const changesBefore = await harness.residencyChanges?.();
     const started = performance.now();
     const startedAt = new Date().toISOString();
     const result = await runStep({
@@ -88,6 +91,8 @@ export async function sweep(
     });
     const wallUs = (performance.now() - started) * 1000;
     const after = await harness.counters();
+    const changesAfter = await harness.residencyChanges?.();
+    const perMin = (n: number): number => (n * 60e6) / wallUs;
     const batches = after.batches - before.batches;
     const each = after.busyUsEach
       .map((busy, a) => (busy - (before.busyUsEach[a] ?? 0)) / wallUs)
@@ -106,13 +111,24 @@ export async function sweep(
           }),
       ...(batches > 0 ? { batchFill: (after.items - before.items) / batches } : {}),
       window: { from: startedAt, to: new Date().toISOString() },
+      ...(changesBefore === undefined || changesAfter === undefined
+        ? {}
+        : {
+            residencyPerMin: {
+              loads: perMin(changesAfter.loads - changesBefore.loads),
+              unloads: perMin(changesAfter.unloads - changesBefore.unloads),
+            },
+          }),
     };
     steps.push(step);
     if (process.stderr.isTTY) process.stderr.write("\n");
     console.error(
       `[bench] ${label} ${rate} req/s: achieved ${step.achievedRps.toFixed(1)} req/s, ` +
         `${step.achievedTokensPerS.toFixed(0)} tokens/s, p99 ${step.latencyMs.p99.toFixed(0)} ms, ` +
-        `failed ${step.failed}, utilization ${(step.utilization * 100).toFixed(0)} %`,
+        `failed ${step.failed}, utilization ${(step.utilization * 100).toFixed(0)} %` +
+        (step.residencyPerMin === undefined
+          ? ""
+          : `, loads ${step.residencyPerMin.loads.toFixed(1)}/min, unloads ${step.residencyPerMin.unloads.toFixed(1)}/min`),
     );
     misses = kneeMiss(step, { sloP99Ms: workload.sloP99Ms }) === undefined ? 0 : misses + 1;
     if (misses >= 2) break;
@@ -149,6 +165,7 @@ export function stepJson(s: SweptStep): Record<string, unknown> {
     latency_ms: s.latencyMs,
     utilization: s.utilization ?? null,
     utilization_distribution: s.utilizationSpread ?? null,
+    residency_per_min: s.residencyPerMin ?? null,
     inputs_per_batch: s.batchFill ?? null,
     phases_ms: s.phasesMs ?? null,
     window: s.window,

@@ -4,7 +4,7 @@ import { WorkloadError } from "./workload-error.js";
 
 describe("compileFleet", () => {
   it("leaves out what is not given, for the bench's defaults", () => {
-    expect(compileFleet({}, "f")).toEqual({ modelsPerAccelerator: 1 });
+    expect(compileFleet({}, "f")).toEqual({ modelsPerAccelerator: 1, residency: "static" });
   });
 
   it("reads accelerator classes, sharing, cost and memory", () => {
@@ -15,6 +15,8 @@ describe("compileFleet", () => {
           models_per_accelerator: 4,
           batch_cost: { fixed_us: 200_000, per_padded_token_ns: 500_000 },
           model_memory_gb: 2,
+          residency: "dynamic",
+          model_load_ms: 2000,
         },
         "f",
       ),
@@ -26,6 +28,8 @@ describe("compileFleet", () => {
       modelsPerAccelerator: 4,
       batchCost: { fixedUs: 200_000, perPaddedTokenNs: 500_000 },
       modelMemoryBytes: 2e9,
+      residency: "dynamic",
+      modelLoadMs: 2000,
     });
   });
 
@@ -39,6 +43,8 @@ describe("compileFleet", () => {
     [{ models_per_accelerator: 0 }, "f.models_per_accelerator must be a number in 1..=64"],
     [{ batch_cost: { fixed_us: 1 } }, "f.batch_cost.per_padded_token_ns must be a number"],
     [{ model_memory_gb: -1 }, "f.model_memory_gb must be a number"],
+    [{ residency: "sticky" }, 'f.residency must be static or dynamic, got "sticky"'],
+    [{ model_load_ms: -5 }, "f.model_load_ms must be a number in 0..=600000"],
   ])("refuses %j", (raw, message) => {
     expect(() => compileFleet(raw, "f")).toThrow(WorkloadError);
     expect(() => compileFleet(raw, "f")).toThrow(message);

@@ -25,6 +25,14 @@ export interface FleetSpec {
   readonly batchCost?: { readonly fixedUs: number; readonly perPaddedTokenNs: number };
   /** Memory each model takes on an accelerator. */
   readonly modelMemoryBytes?: number;
+  /**
+   * `static`: each accelerator holds the same models for the whole run, placed by popularity at
+   * the start. `dynamic`: models are loaded and evicted as demand moves, within each
+   * accelerator's memory (pull mode: the model-loader; router mode: a replica autoscaler).
+   */
+  readonly residency: "static" | "dynamic";
+  /** How long loading a model onto an accelerator takes, ms. */
+  readonly modelLoadMs?: number;
 }
 
 const GB = 1e9;
@@ -38,7 +46,15 @@ export function compileFleet(raw: unknown, where: string): FleetSpec {
     "models_per_accelerator",
     "batch_cost",
     "model_memory_gb",
+    "residency",
+    "model_load_ms",
   ]);
+  const residency = f["residency"] ?? "static";
+  if (residency !== "static" && residency !== "dynamic") {
+    throw new WorkloadError(
+      `${where}.residency must be static or dynamic, got ${JSON.stringify(residency)}`,
+    );
+  }
   let accelerators: AcceleratorClass[] | undefined;
   if (f["accelerators"] !== undefined) {
     const list = f["accelerators"];
@@ -81,6 +97,10 @@ export function compileFleet(raw: unknown, where: string): FleetSpec {
         ? 1
         : integer(f["models_per_accelerator"], `${where}.models_per_accelerator`, 1, 64),
     ...(batchCost === undefined ? {} : { batchCost }),
+    residency,
+    ...(f["model_load_ms"] === undefined
+      ? {}
+      : { modelLoadMs: number(f["model_load_ms"], `${where}.model_load_ms`, 0, 600_000) }),
     ...(f["model_memory_gb"] === undefined
       ? {}
       : {

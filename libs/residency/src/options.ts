@@ -46,6 +46,13 @@ export interface ResidencyPolicyOptions {
   readonly idleDropMs?: number;
   /** Arrival rate (items/s) below which a model counts as idle. @default 0.05 */
   readonly idleRatePerS?: number;
+  /**
+   * 1: memory no model is waiting for holds extra copies of the models in demand, the most
+   * demand per copy first, so a burst finds several copies already loaded instead of waiting
+   * for one to load. Spare copies are placed only in free memory and are the first victims when
+   * a model needs room. 0: copies are added only when work queues up. @default 0
+   */
+  readonly spareCopies?: number;
 }
 
 /** {@link ResidencyPolicyOptions} with every default filled in. */
@@ -63,6 +70,7 @@ export const DEFAULT_RESIDENCY_POLICY_OPTIONS: CompiledResidencyPolicyOptions = 
   replicateAbovePending: 64,
   idleDropMs: 30_000,
   idleRatePerS: 0.05,
+  spareCopies: 0,
 };
 
 /** Fills defaults and refuses values the policy cannot work with. */
@@ -85,6 +93,9 @@ export function compileResidencyPolicyOptions(
   }
   for (const key of ["horizonMs", "recencyTauMs", "loadCostMs", "starvationMs"] as const) {
     if (o[key] === 0) throw new RangeError(`residency policy: ${key} must be above 0`);
+  }
+  if (o.spareCopies !== 0 && o.spareCopies !== 1) {
+    throw new RangeError("residency policy: spareCopies must be 0 or 1");
   }
   if (o.replicateAbovePending < 1) {
     throw new RangeError("residency policy: replicateAbovePending must be at least 1");

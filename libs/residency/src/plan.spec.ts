@@ -393,3 +393,42 @@ describe("planResidency: invariants over random nodes", () => {
     );
   });
 });
+
+describe("planResidency: spare copies", () => {
+  const busy = model("hot", { ratePerS: 20, lastDemandAt: NOW });
+  const calm = model("calm", { ratePerS: 2, lastDemandAt: NOW });
+  const idle = model("idle");
+
+  it("fills free memory with copies of the busiest models per copy, one each at a time", () => {
+    const workers = [
+      worker("w1", [resident("hot"), resident("calm"), resident("idle")]),
+      worker("w2"),
+      worker("w3"),
+    ];
+    expect(plan([busy, calm, idle], workers)).toEqual([]);
+    expect(plan([busy, calm, idle], workers, { spareCopies: 1 })).toEqual([
+      { kind: "load", model: "hot", worker: "w2", evict: [], reason: "spare" },
+      { kind: "load", model: "calm", worker: "w3", evict: [], reason: "spare" },
+    ]);
+  });
+
+  it("never evicts for a spare copy and waits for copies to settle", () => {
+    const full = [
+      worker("w1", [resident("hot")], 100 * MB),
+      worker("w2", [resident("calm")], 100 * MB),
+    ];
+    expect(plan([busy, calm], full, { spareCopies: 1 })).toEqual([]);
+    const loading: Replica = { model: "hot", state: "loading", bytes: 100 * MB, since: NOW };
+    expect(
+      plan([busy], [worker("w1", [resident("hot")]), worker("w2", [loading]), worker("w3")], {
+        spareCopies: 1,
+      }),
+    ).toEqual([]);
+  });
+
+  it("refuses a spareCopies that is not 0 or 1", () => {
+    expect(() => compileResidencyPolicyOptions({ spareCopies: 2 })).toThrow(
+      "spareCopies must be 0 or 1",
+    );
+  });
+});

@@ -1,9 +1,9 @@
 import type { CompiledResidencyPolicyOptions } from "./options.js";
 import type { ModelDemand, Replica, ResidencySnapshot, WorkerMemory } from "./snapshot.js";
-import { keepValue, loadNeed } from "./value.js";
+import { demand, keepValue, loadNeed } from "./value.js";
 
 /** Why a copy is being loaded. */
-export type LoadReason = "pinned" | "demand" | "replicate";
+export type LoadReason = "pinned" | "demand" | "replicate" | "spare";
 
 /** One step the model-loader should take; a plan lists them in the order to start them. */
 export type ResidencyAction =
@@ -52,6 +52,8 @@ interface Slot {
  *    same rules.
  * 3. An extra copy of a model without demand for `idleDropMs` is unloaded, never one a pinned
  *    model keeps.
+ * 4. With `spareCopies`, a worker with free memory and nothing to do takes one more copy of the
+ *    model with the most demand per copy, without evicting anything.
  *
  * A model that cannot fit on any worker even with everything evictable gone is reported
  * unplaceable instead of waiting forever. At most one load or unload is planned per worker and
@@ -142,6 +144,37 @@ export function planResidency(
     extra.s.replicas = extra.s.replicas.filter((r) => r !== extra.r);
     extra.s.busy = true;
     actions.push({ kind: "unload", model: m.model, worker: extra.s.worker, reason: "idle-copy" });
+  }
+
+  if (o.spareCopies === 1) {
+    for (const slot of slots) {
+      if (slot.busy) continue;
+      const free = slot.usableBytes - usedBytes(slot);
+      const pick = snapshot.models
+        .filter((m) => !m.blocked && m.bytes <= free && !isIdle(m, nowMs, o))
+        .filter((m) => !slot.replicas.some((r) => r.model === m.model))
+        .filter(
+          (m) => copies(m.model) > 0 && settledCopies(slots, m.model, nowMs, o) === copies(m.model),
+        )
+        .map((m) => ({ m, perCopy: demand(m, o) / copies(m.model) }))
+        .filter(({ perCopy }) => perCopy > 0)
+        .sort((a, b) => b.perCopy - a.perCopy || a.m.model.localeCompare(b.m.model))[0];
+      if (pick === undefined) continue;
+      slot.replicas.push({
+        model: pick.m.model,
+        state: "loading",
+        bytes: pick.m.bytes,
+        since: nowMs,
+      });
+      slot.busy = true;
+      actions.push({
+        kind: "load",
+        model: pick.m.model,
+        worker: slot.worker,
+        evict: [],
+        reason: "spare",
+      });
+    }
   }
   return actions;
 }

@@ -81,6 +81,14 @@ export class Router {
     return new Router(o, stream, consumer);
   }
 
+  /**
+   * Sets the models `worker` is sent from now on (an autoscaler resizing replica sets): a
+   * worker that no longer serves a model gets none of its new items, and finishes what it has.
+   */
+  serve(worker: string, models: readonly string[]): void {
+    this.#view.join(worker, models);
+  }
+
   /** Work items routed since start (a message may carry several). */
   get routed(): number {
     return this.#routedCount;

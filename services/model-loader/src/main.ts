@@ -30,6 +30,7 @@ try {
       minResidencyMs: envInt(env, "SHOAL_MIN_RESIDENCY_MS"),
       idleDropMs: envInt(env, "SHOAL_IDLE_DROP_MS"),
       replicateAbovePending: envInt(env, "SHOAL_REPLICATE_ABOVE_PENDING"),
+      spareCopies: envInt(env, "SHOAL_SPARE_COPIES"),
       headroomBytes: envInt(env, "SHOAL_HEADROOM_BYTES"),
       headroomFraction: envPercent(env, "SHOAL_HEADROOM_PERCENT"),
     },

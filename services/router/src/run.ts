@@ -1,6 +1,13 @@
 import { connectNats, drainOrClose, type NatsAuth, type ReadinessSink } from "@shoal/jetstream";
-import { ROUTING_POLICIES, Router, type RoutingPolicy } from "@shoal/router";
+import {
+  Autoscaler,
+  ROUTING_POLICIES,
+  Router,
+  type AutoscalePolicyOptions,
+  type RoutingPolicy,
+} from "@shoal/router";
 import type { Logger } from "@shoal/telemetry";
+import { Counter, type Registry } from "prom-client";
 
 export interface RouterServiceOptions {
   readonly natsServers: string | readonly string[];
@@ -8,8 +15,23 @@ export interface RouterServiceOptions {
   readonly natsAuth?: NatsAuth;
   readonly policy: RoutingPolicy;
   readonly refreshMs: number;
-  /** Each worker's id and the model keys it serves. */
+  /** Each worker's id and the model keys it serves (none when an autoscaler places them). */
   readonly workers: ReadonlyMap<string, readonly string[]>;
+  /**
+   * Resize each model's replica set on queue lag, loading and unloading models on the workers
+   * of `node` (which run with that node id and load nothing until told).
+   */
+  readonly autoscale?:
+    | {
+        readonly node: string;
+        /** Model keys and the memory each takes. */
+        readonly models: ReadonlyMap<string, number>;
+        readonly policy: AutoscalePolicyOptions;
+        readonly syncMs: number;
+      }
+    | undefined;
+  /** Where the autoscaler's counters are registered; none kept without. */
+  readonly metrics?: Registry | undefined;
   readonly logger: Logger;
   /** Told whether NATS is connected; a service waits for NATS while it is not. */
   readonly readiness?: ReadinessSink | undefined;
@@ -17,6 +39,7 @@ export interface RouterServiceOptions {
 
 export interface RunningRouter {
   readonly router: Router;
+  readonly autoscaler?: Autoscaler;
   /** Stops taking work, then drains NATS. */
   stop(): Promise<void>;
 }
@@ -36,7 +59,6 @@ export function parseWorkers(spec: string): Map<string, string[]> {
     if (workers.has(worker)) throw new Error(`SHOAL_ROUTER_WORKERS: worker ${worker} twice`);
     workers.set(worker, keys);
   }
-  if (workers.size === 0) throw new Error("SHOAL_ROUTER_WORKERS names no worker");
   return workers;
 }
 
@@ -69,13 +91,39 @@ export async function run(options: RouterServiceOptions): Promise<RunningRouter>
     workers: options.workers,
     logger: options.logger,
   });
+  const changes =
+    options.metrics === undefined
+      ? undefined
+      : new Counter({
+          name: "shoal_router_replica_changes_total",
+          help: "Replicas the router's autoscaler loaded (change=load) and unloaded (change=unload).",
+          labelNames: ["change"],
+          registers: [options.metrics],
+        });
+  const autoscaler =
+    options.autoscale === undefined
+      ? undefined
+      : await Autoscaler.start({
+          nc,
+          ...options.autoscale,
+          membership: router,
+          onChange: (change) => changes?.inc({ change }),
+          logger: options.logger,
+        });
   options.logger.info(
-    { policy: options.policy, refresh_ms: options.refreshMs, workers: options.workers.size },
+    {
+      policy: options.policy,
+      refresh_ms: options.refreshMs,
+      workers: options.workers.size,
+      autoscale: options.autoscale?.node,
+    },
     "router routing",
   );
   return {
     router,
+    ...(autoscaler === undefined ? {} : { autoscaler }),
     async stop() {
+      await autoscaler?.stop();
       await router.stop();
       await drainOrClose(nc);
     },

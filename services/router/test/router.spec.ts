@@ -159,12 +159,19 @@ describe("router configuration", () => {
     );
   });
 
-  it.each(["", "w1", "w1=", "=a", "w1=a=b", "w1=a;w1=b"])("refuses workers %j", (spec) => {
+  it("reads no workers at all, for an autoscaler to place models", () => {
+    expect(parseWorkers("")).toEqual(new Map());
+  });
+
+  it.each(["w1", "w1=", "=a", "w1=a=b", "w1=a;w1=b"])("refuses workers %j", (spec) => {
     expect(() => parseWorkers(spec)).toThrow(/SHOAL_ROUTER_WORKERS/);
   });
 
   it("reads a policy and refuses an unknown one", () => {
     expect(parsePolicy("power-of-two")).toBe("power-of-two");
-    expect(() => parsePolicy("random")).toThrow(/round-robin, least-outstanding, power-of-two/);
+    expect(parsePolicy("random")).toBe("random");
+    expect(() => parsePolicy("hash")).toThrow(
+      /round-robin, least-outstanding, power-of-two, random/,
+    );
   });
 });

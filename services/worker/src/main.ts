@@ -55,6 +55,7 @@ try {
     batchTimeoutMs: envInt(env, "SHOAL_BATCH_TIMEOUT_MS"),
     maxDeliver: envInt(env, "SHOAL_MAX_DELIVER"),
     maxBatchesInFlight: envInt(env, "SHOAL_BATCHES_IN_FLIGHT"),
+    deviceBatches: envInt(env, "SHOAL_WORKER_DEVICE_BATCHES"),
     localQueueSocket: envOptional(env, "SHOAL_LOCAL_QUEUE_SOCKET"),
     workSource: workSourceFromEnv(),
     sidecarEnv: { ...env, OTEL_SERVICE_NAME: env["OTEL_SIDECAR_SERVICE_NAME"] ?? "shoal-sidecar" },

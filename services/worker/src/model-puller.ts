@@ -37,6 +37,7 @@ import { attemptOf, retryLater } from "./retry.js";
 import type { LocalHandOff } from "./local-hand-off.js";
 import { traceWaitedLoad, type ModelLoadRecord } from "./load-trace.js";
 import type { ModelBatchMetrics } from "./metrics.js";
+import type { DeviceTurns } from "./device-turns.js";
 import { decodePulled, type PulledItem, type PulledMessage } from "./pulled-item.js";
 
 export interface ModelPullerOptions {
@@ -93,6 +94,11 @@ export interface ModelPullerOptions {
   readonly localQueue?: LocalHandOff;
   /** Longest a batch may run before the sidecar is deemed stalled. */
   readonly batchTimeoutMs: number;
+  /**
+   * The accelerator's turns, shared with the worker's other models: a batch is formed only once
+   * the device can take it. Without, each model sends its batches on its own.
+   */
+  readonly deviceTurns?: DeviceTurns | undefined;
   /** Opens the blob store offloaded inputs are read from. */
   readonly openBlobs: () => Promise<BlobStore>;
   /** Called when a batch timed out: the sidecar is replaced. */
@@ -234,8 +240,15 @@ export class ModelPuller {
     if (left !== undefined) await this.#putBack(left);
   }
 
-  /** Runs a batch without waiting for it; `#once` waits when the in-flight limit is reached. */
-  #dispatch(sidecar: SidecarClient, batch: readonly PulledMessage[]): void {
+  /**
+   * Runs a batch without waiting for it; `#once` waits when the in-flight limit is reached.
+   * The device turn it ran in, if any, ends with it.
+   */
+  #dispatch(
+    sidecar: SidecarClient,
+    batch: readonly PulledMessage[],
+    endTurn: (() => void) | undefined,
+  ): void {
     const inputs = batch.reduce((n, p) => n + p.inputs, 0);
     const longest = Math.max(...batch.map((p) => p.maxInputTokens));
     const predictedMs =
@@ -250,6 +263,7 @@ export class ModelPuller {
         this.#o.logger.error({ err, model: this.#o.model.id }, "batch bookkeeping failed");
       })
       .finally(() => {
+        endTurn?.();
         this.#inFlight.delete(running);
         // Predictions err: once nothing runs, the next batch's end counts from its own start.
         if (this.#inFlight.size === 0) this.#threadsFreeAt.fill(0);
@@ -263,30 +277,40 @@ export class ModelPuller {
     const first = await this.#firstItems();
     if (first.messages.length === 0) return;
     const pulled = await this.#decode(first.messages);
-    await this.#topUp(pulled, first.queued);
-    if (this.#inFlight.size >= this.#threadsFreeAt.length && !this.#isStopping()) {
-      // Late formation: with every model thread busy, the next batch is formed when one of
-      // them is about to be free, from what is in hand then, not from what happened to be
-      // queued when the last one started.
-      await this.#untilRunningNearlyDone();
-      await this.#topUp(pulled, 1);
+    const turns = this.#o.deviceTurns;
+    const waited = turns !== undefined && turns.waiting > 0;
+    const endTurn = await turns?.acquire();
+    let handedOn = false;
+    try {
+      // After a wait for the device, more has likely been queued than the first pull said.
+      await this.#topUp(pulled, waited ? Math.max(1, first.queued) : first.queued);
+      if (this.#inFlight.size >= this.#threadsFreeAt.length && !this.#isStopping()) {
+        // Late formation: with every model thread busy, the next batch is formed when one of
+        // them is about to be free, from what is in hand then, not from what happened to be
+        // queued when the last one started.
+        await this.#untilRunningNearlyDone();
+        await this.#topUp(pulled, 1);
+      }
+      const now = Date.now();
+      const { batch, putBack, expired } = formBucketedBatch(
+        pulled,
+        this.#budgetFor(pulled, now),
+        now,
+      );
+      await this.#putBackTraced(putBack, "over batch budget");
+      await this.#answerExpired(expired);
+      if (this.#isStopping()) {
+        await this.#putBackTraced(batch, "worker stopping");
+        return;
+      }
+      const ready = await this.#blobs.resolve(batch);
+      if (ready.length === 0) return;
+      if (this.#o.logger.isLevelEnabled("debug")) this.#logFormed(ready, pulled, now);
+      this.#dispatch(sidecar, ready, endTurn);
+      handedOn = true;
+    } finally {
+      if (!handedOn) endTurn?.();
     }
-    const now = Date.now();
-    const { batch, putBack, expired } = formBucketedBatch(
-      pulled,
-      this.#budgetFor(pulled, now),
-      now,
-    );
-    await this.#putBackTraced(putBack, "over batch budget");
-    await this.#answerExpired(expired);
-    if (this.#isStopping()) {
-      await this.#putBackTraced(batch, "worker stopping");
-      return;
-    }
-    const ready = await this.#blobs.resolve(batch);
-    if (ready.length === 0) return;
-    if (this.#o.logger.isLevelEnabled("debug")) this.#logFormed(ready, pulled, now);
-    this.#dispatch(sidecar, ready);
   }
 
   /** What a batch made of its budget, for tools/bench (fill ratio, put-back latency). */

@@ -9,6 +9,7 @@ import { compileBatchBudget, type BatchBudgetOptions } from "@shoal/batching";
 import { AdapterNotFoundError, AdapterStore } from "@shoal/adapters";
 import { openBlobStore, type BlobStoreSettings } from "@shoal/blobs";
 import { adaptersDir, type Catalog, type ModelEntry } from "@shoal/config";
+import { DeviceTurns } from "./device-turns.js";
 import { checkpointSampling } from "./checkpoint-sampling.js";
 import {
   DEFAULT_ACK_WAIT_MS,
@@ -83,6 +84,13 @@ export interface WorkerOptions {
    * early, from less queued work, so batches come out smaller. @default 1
    */
   readonly maxBatchesInFlight?: number;
+  /**
+   * Batches the accelerator runs at once across all the models this worker holds: each model
+   * then forms its next batch only when the device can take it (`DeviceTurns`). Unset, every
+   * model sends its batches on its own, as on a CPU whose model threads have cores of their
+   * own.
+   */
+  readonly deviceBatches?: number | undefined;
   /** Longest time spent topping a batch up while more work is queued, ms. @default 2 */
   readonly maxFillWaitMs?: number;
   /** Items asked for per top-up pull. @default 64 */
@@ -247,6 +255,8 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
   const blobStore = options.blobStore ?? { backend: "nats" };
   const openBlobs = () => openBlobStore(nc, blobStore, logger);
   const metrics = options.metrics === undefined ? undefined : new WorkerMetrics(options.metrics);
+  const deviceTurns =
+    options.deviceBatches === undefined ? undefined : new DeviceTurns(options.deviceBatches);
   const makePuller = async (
     model: ModelEntry,
     load?: ModelLoadRecord,
@@ -289,6 +299,7 @@ export async function run(options: WorkerOptions): Promise<RunningWorker> {
       maxDeliver,
       progressIntervalMs: Math.max(100, Math.floor(ackWaitMs / 3)),
       batchTimeoutMs,
+      deviceTurns,
       openBlobs,
       localQueue:
         localQueue === undefined

@@ -12,6 +12,8 @@ export interface Harness {
   readonly sidecar?: SidecarClient;
   /** Every sidecar's model counters since start, summed. */
   counters(): Promise<SidecarCounters>;
+  /** With dynamic residency: models loaded and unloaded so far by whoever places them. */
+  residencyChanges?(): Promise<{ readonly loads: number; readonly unloads: number }>;
   stop(): Promise<void>;
 }
 

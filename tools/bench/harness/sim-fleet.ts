@@ -23,6 +23,7 @@ import {
 } from "@shoal/testing";
 import type { PlacedAccelerator } from "../fleet-placement.js";
 import { sumCounters, type Harness } from "./harness.js";
+import { metricSum } from "./metric-sum.js";
 
 export interface FleetCost {
   readonly fixedUs: number;
@@ -51,12 +52,40 @@ export interface FleetOptions {
   readonly routed: boolean;
   /** Extra environment for every worker (serving parameters under test). */
   readonly workerEnv?: Readonly<Record<string, string>>;
+  /**
+   * Dynamic residency: models are loaded (taking `loadMs`) and unloaded as demand moves, by the
+   * model-loader in pull mode and by the router's replica autoscaler in router mode, within
+   * each accelerator's memory. Without, each accelerator holds its placed models throughout.
+   */
+  readonly dynamic?: {
+    readonly loadMs: number;
+    readonly autoscale: RouterAutoscale;
+    /** The model-loader's `SHOAL_REPLICATE_ABOVE_PENDING`: queued items per copy. */
+    readonly replicateAbovePending: number;
+  };
+}
+
+/** The router's replica autoscaler settings (services/router). */
+export interface RouterAutoscale {
+  readonly targetLag: number;
+  readonly scaleDownWindowMs: number;
+  readonly syncMs: number;
+  readonly minReplicas: number;
+}
+
+/** Loads and unloads since the fleet started, by whichever service manages residency. */
+export interface ResidencyChanges {
+  readonly loads: number;
+  readonly unloads: number;
 }
 
 export interface FleetHarness extends Harness {
   /** Router mode only: (re)starts the router with this policy and refresh interval. */
   routeWith(policy: RoutingPolicy, refreshMs: number): Promise<void>;
 }
+
+/** The node every simulated accelerator of a dynamic fleet belongs to. */
+const NODE = "fleet";
 
 /** A simulated model's subject key: its id without the `sim/` prefix. */
 export function modelKey(id: string): string {
@@ -87,7 +116,10 @@ function catalogAt(o: FleetOptions, speed: number): object {
         fixedUs: o.cost.fixedUs / speed,
         perPaddedTokenNs: o.cost.perPaddedTokenNs / speed,
         memoryBytes: o.modelMemoryBytes,
+        ...(o.dynamic === undefined ? {} : { loadMs: o.dynamic.loadMs }),
       }),
+      // What placement plans with before a sidecar reports the real size.
+      memoryBytes: o.modelMemoryBytes,
       ...(serving === undefined ? {} : { serving }),
     })),
   };
@@ -106,8 +138,13 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
   const clients: SidecarClient[] = [];
   const workers = new Map<string, string[]>();
   let router: ServiceHandle | undefined;
+  let routerMetricsPort = 0;
+  let loaderMetricsPort = 0;
+  let loader: ServiceHandle | undefined;
   const stopAll = async (): Promise<void> => {
     await router?.stop();
+    // The loader before its workers: workers going away one by one would make it re-place.
+    await loader?.stop();
     for (const c of clients) await c.close();
     for (const s of services.reverse()) await s.stop();
     await nats.stop();
@@ -120,7 +157,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
     for (let i = 0; i < options.accelerators.length; i += 4) {
       const group = options.accelerators.slice(i, i + 4);
       const started = await Promise.all(
-        group.map(({ id, speed, models }) =>
+        group.map(({ id, speed, memoryBytes, models }) =>
           startService("worker", {
             env: {
               NATS_URL: nats.url,
@@ -131,7 +168,11 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
               SHOAL_SIDECAR_SIM_DEVICE: "shared",
               SHOAL_SIDECAR_SOCKET: join(dir, `${id}.sock`),
               SHOAL_WORKER_ID: id,
-              SHOAL_WORKER_MODELS: models.join(","),
+              ...(options.dynamic === undefined
+                ? { SHOAL_WORKER_MODELS: models.join(",") }
+                : { SHOAL_NODE_ID: NODE, SHOAL_WORKER_MEMORY_BYTES: String(memoryBytes) }),
+              // One batch at a time on the accelerator, whichever model it is for.
+              SHOAL_WORKER_DEVICE_BATCHES: "1",
               SHOAL_WORK_SOURCE: options.routed ? "routed" : "shared",
               LOG_LEVEL: "info",
               ...bundleEnv,
@@ -146,6 +187,23 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
         workers.set(id, models.map(modelKey));
         clients.push(await SidecarClient.connect({ socketPath: join(dir, `${id}.sock`) }));
       }
+    }
+    if (options.dynamic !== undefined && !options.routed) {
+      loaderMetricsPort = await freePort();
+      loader = await startService("model-loader", {
+        env: {
+          NATS_URL: nats.url,
+          SHOAL_CATALOG: catalogs.get(1) as string,
+          SHOAL_NODE_ID: NODE,
+          SHOAL_REPLICATE_ABOVE_PENDING: String(options.dynamic.replicateAbovePending),
+          SHOAL_SPARE_COPIES: "1",
+          SHOAL_LOADER_PORT: String(await freePort()),
+          SHOAL_METRICS_PORT: String(loaderMetricsPort),
+          LOG_LEVEL: "info",
+          ...bundleEnv,
+        },
+        readyMessage: "model-loader placing",
+      });
     }
     services.push(
       await startService("ingress", {
@@ -173,17 +231,59 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
     async routeWith(policy, refreshMs) {
       if (!options.routed) throw new Error("routeWith: this fleet pulls; start it routed");
       await router?.stop();
+      const scale = options.dynamic?.autoscale;
+      routerMetricsPort = await freePort();
       router = await startService("router", {
         env: {
           NATS_URL: nats.url,
           SHOAL_ROUTER_POLICY: policy,
           SHOAL_ROUTER_REFRESH_MS: String(refreshMs),
-          SHOAL_ROUTER_WORKERS: [...workers].map(([w, keys]) => `${w}=${keys.join(",")}`).join(";"),
+          SHOAL_METRICS_PORT: String(routerMetricsPort),
           LOG_LEVEL: "info",
+          ...(scale === undefined
+            ? {
+                SHOAL_ROUTER_WORKERS: [...workers]
+                  .map(([w, keys]) => `${w}=${keys.join(",")}`)
+                  .join(";"),
+              }
+            : {
+                SHOAL_CATALOG: catalogs.get(1) as string,
+                SHOAL_BUNDLE: "none",
+                SHOAL_ROUTER_AUTOSCALE_NODE: NODE,
+                SHOAL_ROUTER_TARGET_LAG: String(scale.targetLag),
+                SHOAL_ROUTER_SCALE_DOWN_WINDOW_MS: String(scale.scaleDownWindowMs),
+                SHOAL_ROUTER_SYNC_MS: String(scale.syncMs),
+                SHOAL_ROUTER_MIN_REPLICAS: String(scale.minReplicas),
+              }),
         },
         readyMessage: "router routing",
       });
     },
+    ...(options.dynamic === undefined
+      ? {}
+      : {
+          async residencyChanges(): Promise<ResidencyChanges> {
+            if (options.routed) {
+              // Each router counts from its own start; the bench reads differences per step.
+              return {
+                loads: await metricSum(
+                  routerMetricsPort,
+                  "shoal_router_replica_changes_total",
+                  'change="load"',
+                ),
+                unloads: await metricSum(
+                  routerMetricsPort,
+                  "shoal_router_replica_changes_total",
+                  'change="unload"',
+                ),
+              };
+            }
+            return {
+              loads: await metricSum(loaderMetricsPort, "shoal_loader_loads_total", 'outcome="ok"'),
+              unloads: await metricSum(loaderMetricsPort, "shoal_loader_unloads_total"),
+            };
+          },
+        }),
     stop: stopAll,
   };
 }
