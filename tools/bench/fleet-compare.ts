@@ -6,10 +6,10 @@
  * the naive random router, so a reader can see the baseline is a strong one.
  */
 import type { ConfigBundle } from "@shoal/config";
-import type { Workload } from "@shoal/loadgen";
+import { planStep, runStep, type Send, type Workload } from "@shoal/loadgen";
 import { VIEW_BLIND_POLICIES, type RoutingPolicy } from "@shoal/router";
 import type { FleetHarness, RouterAutoscale } from "./harness/sim-fleet.js";
-import { fleetSetup, startScenario, warm } from "./scenarios.js";
+import { fleetSetup, startScenario, warm, type FleetSetup } from "./scenarios.js";
 import { sweep, type ModeResult } from "./sweep.js";
 import { sender, type Target } from "./targets/index.js";
 
@@ -34,6 +34,31 @@ export interface FleetCompareOptions {
 export interface FleetOutcome {
   readonly modes: Record<string, ModeResult>;
   readonly extra: Record<string, unknown>;
+}
+
+/** How long a fleet with dynamic residency runs at the first rate, unmeasured, before a sweep. */
+const SETTLE_SECONDS = 20;
+
+/**
+ * With dynamic residency, the first step's load, unmeasured, so each mode has placed what that
+ * load needs before anything is measured (warm-up gives each model one copy at most).
+ */
+async function settle(
+  send: Send,
+  workload: Workload,
+  rates: readonly number[],
+  setup: FleetSetup,
+): Promise<void> {
+  const rate = rates[0];
+  if (setup.dynamic === undefined || rate === undefined) return;
+  await runStep({
+    offeredRps: rate,
+    plan: planStep(workload, 0, rate, SETTLE_SECONDS),
+    seconds: SETTLE_SECONDS,
+    warmupSeconds: SETTLE_SECONDS,
+    drainMs: 10_000,
+    send,
+  });
 }
 
 export async function compareFleet(o: FleetCompareOptions): Promise<FleetOutcome> {
@@ -67,6 +92,7 @@ export async function compareFleet(o: FleetCompareOptions): Promise<FleetOutcome
   try {
     const send = sender(o.target, pull.baseUrls);
     await warm(send, o.workload);
+    await settle(send, o.workload, o.rates, setup);
     modes["pull"] = await sweep("pull", pull, o.workload, o.rates, send);
   } finally {
     await pull.stop();
@@ -82,6 +108,7 @@ export async function compareFleet(o: FleetCompareOptions): Promise<FleetOutcome
       for (const refreshMs of blind ? o.refreshes.slice(0, 1) : o.refreshes) {
         await routed.routeWith(policy, refreshMs);
         await warm(send, o.workload);
+        await settle(send, o.workload, o.rates, setup);
         const label = blind ? `router/${policy}` : `router/${policy}/${refreshMs}ms`;
         modes[label] = await sweep(label, routed, o.workload, o.rates, send);
       }

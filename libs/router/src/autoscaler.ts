@@ -14,6 +14,7 @@ import {
   encodeControl,
   heartbeatSubject,
   type ControlReply,
+  type Heartbeat,
 } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import {
@@ -100,11 +101,7 @@ export class Autoscaler {
     await Promise.all(this.#actions);
   }
 
-  #heard(beat: {
-    worker: string;
-    capacityBytes: number;
-    models: readonly { model: string; state: string }[];
-  }): void {
+  #heard(beat: Heartbeat): void {
     let w = this.#workers.get(beat.worker);
     if (w === undefined) {
       w = { capacityBytes: beat.capacityBytes, replicas: new Map(), busy: false };

@@ -1,15 +1,19 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { trace } from "@opentelemetry/api";
 import { Annotator } from "@shoal/annotation";
 import { Gateway } from "@shoal/gateway";
 import { ensureWorkStream, StreamPublisher } from "@shoal/jetstream";
+import { compileCatalog } from "@shoal/config";
 import { createLogger } from "@shoal/telemetry";
 import {
   defaultCatalog,
   sidecarBinary,
   startNatsServer,
   startService,
+  tempDir,
   type NatsServerHandle,
   type ServiceHandle,
 } from "@shoal/testing";
@@ -42,6 +46,11 @@ export interface PipelineOptions {
   readonly partMaxInputs?: number;
   /** `inputs × longest` one work message may carry, in estimated tokens. @default 8192 */
   readonly partMaxPaddedTokens?: number;
+  /**
+   * A catalog document for the gateway and every worker (`SHOAL_CATALOG`) instead of the
+   * default catalog: for tests of simulated models.
+   */
+  readonly catalogDocument?: { readonly models: readonly object[] };
 }
 
 export async function startPipeline(options: PipelineOptions = {}): Promise<Pipeline> {
@@ -49,7 +58,14 @@ export async function startPipeline(options: PipelineOptions = {}): Promise<Pipe
   const nc = await connect({ servers: nats.url });
   const jsm = await jetstreamManager(nc);
   await ensureWorkStream(jsm);
-  const catalog = defaultCatalog();
+  let catalog = defaultCatalog();
+  const catalogEnv: Record<string, string> = {};
+  if (options.catalogDocument !== undefined) {
+    const dir = await tempDir("worker-catalog");
+    catalogEnv["SHOAL_CATALOG"] = join(dir, "catalog.json");
+    await writeFile(catalogEnv["SHOAL_CATALOG"], JSON.stringify(options.catalogDocument));
+    catalog = compileCatalog(options.catalogDocument, { modelsDir: join(dir, "models") });
+  }
   const logger = createLogger({ service: "test", level: "warn" });
   const gateway = await Gateway.start({
     nc,
@@ -78,6 +94,7 @@ export async function startPipeline(options: PipelineOptions = {}): Promise<Pipe
           NATS_URL: nats.url,
           SHOAL_SIDECAR_BIN: sidecarBinary(),
           SHOAL_WORKER_ID: id,
+          ...catalogEnv,
           ...env,
         },
         readyMessage: "worker pulling",
