@@ -25,7 +25,6 @@ import type { Harness } from "./harness/harness.js";
 import { startRealCluster } from "./harness/real-cluster.js";
 import {
   startSimFleet,
-  type FleetCost,
   type FleetHarness,
   type FleetOptions,
   type FleetServing,
@@ -117,16 +116,11 @@ export function skewedReplicas(workload: Workload, accelerators: number, skew: n
   return apportion(weights, accelerators);
 }
 
-/** What a fleet run starts: its models, placed on its accelerators, and their costs. */
-export interface FleetSetup {
-  readonly models: readonly string[];
-  /** With dynamic residency, none placed: they load as demand comes. */
-  readonly accelerators: readonly PlacedAccelerator[];
-  readonly cost: FleetCost;
-  readonly modelMemoryBytes: number;
-  readonly serving?: FleetServing;
-  readonly dynamic?: FleetOptions["dynamic"];
-}
+/**
+ * What a fleet run starts: its models, placed on its accelerators (none placed with dynamic
+ * residency: they load as demand comes), and their costs.
+ */
+export type FleetSetup = Omit<FleetOptions, "routed" | "workerEnv">;
 
 /** How long a model load takes with dynamic residency unless the workload says. */
 const FLEET_MODEL_LOAD_MS = 2000;

@@ -1,7 +1,7 @@
 import { ROOT_CONTEXT } from "@opentelemetry/api";
 import { simEmbeddingEntry, type ServiceHandle } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startPipeline, type Pipeline } from "./support.js";
+import { mostBatchesInFlight, startPipeline, type Pipeline } from "./support.js";
 
 /**
  * Two simulated models on one worker whose sidecar is one shared device: with device turns
@@ -41,27 +41,6 @@ async function startWorker(id: string, turns: boolean): Promise<ServiceHandle> {
   });
 }
 
-/** The most batches, of either model, handed to the sidecar and not yet answered at once. */
-function mostInFlight(output: string): number {
-  const events = output.split("\n").flatMap((line) => {
-    try {
-      const l = JSON.parse(line.slice(line.indexOf("{"))) as { msg?: string; at_us?: number };
-      if (l.msg === "batch started") return [{ at: Number(l.at_us), step: 1 }];
-      if (l.msg === "batch answered") return [{ at: Number(l.at_us), step: -1 }];
-    } catch {
-      // not a log line
-    }
-    return [];
-  });
-  let now = 0;
-  let most = 0;
-  for (const e of events.sort((a, b) => a.at - b.at || a.step - b.step)) {
-    now += e.step;
-    most = Math.max(most, now);
-  }
-  return most;
-}
-
 /** 24 single-input requests, alternating between the models, all at once; every one answered. */
 async function load(): Promise<void> {
   const outcomes = await Promise.all(
@@ -78,13 +57,13 @@ async function load(): Promise<void> {
 it("without turns, both models' batches are on the device at once", async () => {
   const worker = await startWorker("no-turns", false);
   await load();
-  expect(mostInFlight(worker.output())).toBe(2);
+  expect(mostBatchesInFlight(worker.output())).toBe(2);
   await worker.stop();
 }, 120_000);
 
 it("with turns, the device gets one batch at a time and every request is answered", async () => {
   const worker = await startWorker("turns", true);
   await load();
-  expect(mostInFlight(worker.output())).toBe(1);
+  expect(mostBatchesInFlight(worker.output())).toBe(1);
   expect(pipeline.gateway.duplicateAnswers).toBe(0);
 }, 120_000);

@@ -110,3 +110,28 @@ export async function startPipeline(options: PipelineOptions = {}): Promise<Pipe
     },
   };
 }
+
+/**
+ * The most batches the worker held handed to the sidecar and not yet answered at once, from its
+ * "batch started" and "batch answered" debug lines (µs of its wall clock), whatever their model.
+ */
+export function mostBatchesInFlight(output: string): number {
+  const events = output.split("\n").flatMap((line) => {
+    try {
+      // Each line is prefixed with the stream it came from.
+      const l = JSON.parse(line.slice(line.indexOf("{"))) as { msg?: string; at_us?: number };
+      if (l.msg === "batch started") return [{ at: Number(l.at_us), step: 1 }];
+      if (l.msg === "batch answered") return [{ at: Number(l.at_us), step: -1 }];
+    } catch {
+      // not a log line
+    }
+    return [];
+  });
+  let now = 0;
+  let most = 0;
+  for (const e of events.sort((a, b) => a.at - b.at || a.step - b.step)) {
+    now += e.step;
+    most = Math.max(most, now);
+  }
+  return most;
+}
