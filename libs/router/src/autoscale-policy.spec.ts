@@ -102,4 +102,20 @@ describe("planAutoscale", () => {
       { kind: "unload", model: "a", worker: "w2" },
     ]);
   });
+
+  it("drains nothing while a replica of the model is loading", () => {
+    const loading = model("a", [
+      ["w1", "ready", 0],
+      ["w2", "loading", 0],
+    ]);
+    expect(
+      planAutoscale(
+        [loading],
+        [worker("w1", 2), worker("w2", 2)],
+        new Recommendations(),
+        0,
+        options,
+      ),
+    ).toEqual([]);
+  });
 });

@@ -14,7 +14,8 @@
  *   as a pending pod does. Nothing is evicted to make room: another model's replicas leave
  *   only when its own autoscaler scales it down.
  * - Scaling down removes the replica with the least queued, which the router stops sending to
- *   and which is unloaded once its queue is empty (a pod's endpoints removed, then drained).
+ *   and which is unloaded once its queue is empty (a pod's endpoints removed, then drained);
+ *   not while another replica of the model is still loading, which could leave none ready.
  *
  * Pure: the driver (`autoscaler.ts`) measures, applies the decisions and learns the outcomes.
  */
@@ -125,7 +126,8 @@ export function planAutoscale(
         busy.add(target.worker);
         free.set(target.worker, (free.get(target.worker) ?? 0) - m.bytes);
       }
-    } else if (desired < serving.length) {
+    } else if (desired < serving.length && !serving.some((r) => r.phase === "loading")) {
+      // Not while a replica loads: draining a ready one then could leave none to send to.
       const ready = serving
         .filter((r) => r.phase === "ready")
         .sort((a, b) => a.lag - b.lag || a.worker.localeCompare(b.worker));

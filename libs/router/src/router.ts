@@ -27,8 +27,12 @@ export interface RouterOptions {
   readonly logger: Logger;
 }
 
-/** How long an item of a model no worker serves waits before it is offered again. */
-const UNSERVED_RETRY_MS = 1_000;
+/**
+ * How long an item of a model no worker serves waits before it is offered again: short, since
+ * with an autoscaler a replica may be ready any moment, as a proxy would hold the request and
+ * send it then.
+ */
+const UNSERVED_RETRY_MS = 200;
 
 /**
  * A top-down router, for the bench that compares it with Shoal's pull scheduling: it takes
@@ -156,7 +160,7 @@ export class Router {
     }
     const candidates = this.#view.serving(parsed.modelKey);
     if (candidates.length === 0) {
-      this.#o.logger.warn({ model: parsed.modelKey }, "no worker serves this model; item held");
+      this.#o.logger.debug({ model: parsed.modelKey }, "no worker serves this model; item held");
       msg.nak(UNSERVED_RETRY_MS);
       return;
     }
