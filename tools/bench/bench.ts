@@ -17,10 +17,15 @@
  * - `smollm2`: the real cluster generating with SmolLM2 on this CPU; the workload may name LoRA
  *   adapters (`base:adapter`), which are published to the registry before the sweep
  *   (`--workload tools/bench/workloads/smollm2-lora.json`).
- * - `fleet`: 8 simulated models on 32 simulated accelerators (replicas by popularity), many
- *   small embedding requests. `--compare router` adds the top-down router on the same workers
- *   for every policy (`--policies`) and view refresh interval (`--refresh-ms`), and reports
- *   `pull_over_router`: pull's knee over the best router configuration's.
+ * - `fleet`: simulated models on simulated accelerators, many small embedding requests; by
+ *   default 8 models on 32 accelerators (replicas by popularity), or the fleet the workload's
+ *   `fleet` section describes (accelerator speeds and memory, models sharing accelerators,
+ *   static or dynamic residency: libs/loadgen/README.md). `--compare router` adds the top-down
+ *   router on the same workers for every policy (`--policies`) and view refresh interval
+ *   (`--refresh-ms`; once for the policies that never read the view), with a replica
+ *   autoscaler when residency is dynamic (`--target-lag` items per replica), and reports
+ *   `pull_over_router`: pull's knee over the best router configuration's, and how the best did
+ *   against the random one. `--suite` runs every shipped fleet scenario in one command.
  * - `overhead`: what Shoal's own request path costs (tools/bench/overhead): every process of
  *   the quickstart's path with a simulated model whose batches cost nothing, single-input
  *   embeddings from the compiled open-loop generator over `--protocols rest,grpc,msgpack`;

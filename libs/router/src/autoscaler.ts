@@ -102,19 +102,20 @@ export class Autoscaler {
   }
 
   #heard(beat: Heartbeat): void {
-    let w = this.#workers.get(beat.worker);
-    if (w === undefined) {
-      w = { capacityBytes: beat.capacityBytes, replicas: new Map(), busy: false };
-      this.#workers.set(beat.worker, w);
+    const known = this.#workers.get(beat.worker);
+    if (known !== undefined) {
+      known.capacityBytes = beat.capacityBytes;
+      return;
     }
-    w.capacityBytes = beat.capacityBytes;
-    // A copy the worker holds that this autoscaler did not place (it restarted) is adopted.
+    // A worker heard for the first time may hold copies already (this autoscaler restarted):
+    // they are adopted. Later heartbeats are not trusted for that, since one sent just before
+    // an unload would bring back a copy that is gone.
+    const w: WorkerState = { capacityBytes: beat.capacityBytes, replicas: new Map(), busy: false };
+    this.#workers.set(beat.worker, w);
     for (const m of beat.models) {
-      if (m.state === "resident" && !w.replicas.has(m.model) && this.#o.models.has(m.model)) {
-        w.replicas.set(m.model, "ready");
-        this.#publish(beat.worker);
-      }
+      if (m.state === "resident" && this.#o.models.has(m.model)) w.replicas.set(m.model, "ready");
     }
+    if (w.replicas.size > 0) this.#publish(beat.worker);
   }
 
   async #tick(): Promise<void> {
