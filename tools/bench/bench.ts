@@ -48,7 +48,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { compileWorkload, planStep } from "@shoal/loadgen";
+import { compileWorkload, planStep, WorkloadError, type Workload } from "@shoal/loadgen";
 import { bundleFromEnv } from "@shoal/process";
 import { ROUTING_POLICIES } from "@shoal/router";
 import { compareFleet, suiteLine } from "./fleet-compare.js";
@@ -58,6 +58,7 @@ import {
   defaultBundle,
   FLEET_AUTOSCALE,
   FLEET_SUITE,
+  fleetSetup,
   fleetWorkloadPath,
   SCENARIOS,
   startScenario,
@@ -199,9 +200,17 @@ const policies = values.policies.split(",").map((p) => {
   return policy;
 });
 const refreshes = values["refresh-ms"].split(",").map(Number);
-const workload = compileWorkload(
-  JSON.parse(await readFile(values.workload ?? workloadPath(scenario), "utf8")),
-);
+/** A workload file, or exit 2 with what is wrong with it (no stack trace for a bad file). */
+async function loadWorkload(path: string): Promise<Workload> {
+  try {
+    return compileWorkload(JSON.parse(await readFile(path, "utf8")));
+  } catch (err) {
+    if (!(err instanceof WorkloadError || err instanceof SyntaxError)) throw err;
+    console.error(`${path}: ${err.message}`);
+    process.exit(2);
+  }
+}
+const workload = await loadWorkload(values.workload ?? workloadPath(scenario));
 const bundle = values.bundle ?? defaultBundle(scenario);
 const rates = workload.load.rates.slice(
   0,
@@ -272,12 +281,17 @@ if (scenario === "minilm") {
 } else {
   const accelerators = values.accelerators === undefined ? undefined : Number(values.accelerators);
   const workloads = values.suite
-    ? await Promise.all(
-        FLEET_SUITE.map(async (name) =>
-          compileWorkload(JSON.parse(await readFile(fleetWorkloadPath(name), "utf8"))),
-        ),
-      )
+    ? await Promise.all(FLEET_SUITE.map(async (name) => loadWorkload(fleetWorkloadPath(name))))
     : [workload];
+  // A fleet the workload cannot describe is refused before any cluster starts.
+  for (const w of workloads) {
+    try {
+      fleetSetup(w, accelerators, loaded?.bundle);
+    } catch (err) {
+      console.error(`workload ${w.name}: ${(err as Error).message}`);
+      process.exit(2);
+    }
+  }
   const summary: Record<string, unknown>[] = [];
   for (const w of workloads) {
     const dir = values.suite ? join(out, w.name) : out;
