@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@shoal/telemetry";
@@ -17,7 +18,15 @@ export interface UsageRecord {
   readonly updatedAt: string;
 }
 
+/** How many recent write ids a record keeps, to recognise a retried write that had landed. */
+const KEPT_WRITES = 32;
+
+/** The stored form: the record and the ids of the last writes added to it. */
+type StoredUsage = UsageRecord & { readonly writes?: readonly string[] };
+
 interface Delta {
+  /** Set on its first attempt; a retry with the same id is skipped if that write landed. */
+  writeId?: string;
   tenant: string;
   model: string;
   modelKey: string;
@@ -40,6 +49,8 @@ export class UsageMeter {
   readonly #kv: KV;
   readonly #logger: Logger;
   readonly #pending = new Map<string, Delta>();
+  /** Deltas whose write may or may not have landed (the reply never came): retried as they are. */
+  readonly #unsure: [string, Delta][] = [];
   readonly #timer: NodeJS.Timeout;
   #flushing: Promise<void> = Promise.resolve();
 
@@ -97,7 +108,15 @@ export class UsageMeter {
     for await (const key of keys) {
       const entry = await this.#kv.get(key);
       if (entry === null || entry.operation !== "PUT") continue;
-      records.push(entry.json<UsageRecord>());
+      const stored = entry.json<StoredUsage>();
+      records.push({
+        tenant: stored.tenant,
+        model: stored.model,
+        requests: stored.requests,
+        inputTokens: stored.inputTokens,
+        outputTokens: stored.outputTokens,
+        updatedAt: stored.updatedAt,
+      });
     }
     return records.sort(
       (a, b) => a.tenant.localeCompare(b.tenant) || a.model.localeCompare(b.model),
@@ -111,30 +130,35 @@ export class UsageMeter {
   }
 
   async #flushOnce(): Promise<void> {
-    const deltas = [...this.#pending.entries()];
+    const deltas = [...this.#unsure.splice(0), ...this.#pending.entries()];
     this.#pending.clear();
     for (const [key, delta] of deltas) {
       try {
         await this.#add(key, delta);
       } catch (err) {
         this.#logger.warn({ err, key }, "usage not written; it goes with the next flush");
-        this.#merge(key, delta);
+        // Kept apart with its write id: merged into newer counts, a write that did land after
+        // all would be added again.
+        this.#unsure.push([key, delta]);
       }
     }
   }
 
   async #add(key: string, delta: Delta): Promise<void> {
+    const writeId = (delta.writeId ??= randomUUID());
     for (let attempt = 1; ; attempt++) {
       const entry = await this.#kv.get(key);
       const current =
-        entry === null || entry.operation !== "PUT" ? undefined : entry.json<UsageRecord>();
-      const next: UsageRecord = {
+        entry === null || entry.operation !== "PUT" ? undefined : entry.json<StoredUsage>();
+      if (current?.writes?.includes(writeId) === true) return;
+      const next: StoredUsage = {
         tenant: delta.tenant,
         model: delta.model,
         requests: (current?.requests ?? 0) + delta.requests,
         inputTokens: (current?.inputTokens ?? 0) + delta.inputTokens,
         outputTokens: (current?.outputTokens ?? 0) + delta.outputTokens,
         updatedAt: new Date().toISOString(),
+        writes: [...(current?.writes ?? []), writeId].slice(-KEPT_WRITES),
       };
       try {
         if (entry === null) await this.#kv.create(key, JSON.stringify(next));
@@ -145,16 +169,5 @@ export class UsageMeter {
         if (attempt >= MAX_ATTEMPTS) throw err;
       }
     }
-  }
-
-  #merge(key: string, delta: Delta): void {
-    const pending = this.#pending.get(key);
-    if (pending === undefined) {
-      this.#pending.set(key, delta);
-      return;
-    }
-    pending.requests += delta.requests;
-    pending.inputTokens += delta.inputTokens;
-    pending.outputTokens += delta.outputTokens;
   }
 }
