@@ -212,10 +212,11 @@ async function loadWorkload(path: string): Promise<Workload> {
 }
 const workload = await loadWorkload(values.workload ?? workloadPath(scenario));
 const bundle = values.bundle ?? defaultBundle(scenario);
-const rates = workload.load.rates.slice(
-  0,
-  values.steps === undefined ? undefined : Number(values.steps),
-);
+/** A workload's rates, the first `--steps` of them when given. */
+function ratesOf(w: Workload): readonly number[] {
+  return w.load.rates.slice(0, values.steps === undefined ? undefined : Number(values.steps));
+}
+const rates = ratesOf(workload);
 const out = values.out;
 await mkdir(out, { recursive: true });
 
@@ -296,10 +297,7 @@ if (scenario === "minilm") {
   for (const w of workloads) {
     const dir = values.suite ? join(out, w.name) : out;
     await mkdir(dir, { recursive: true });
-    const wRates = w.load.rates.slice(
-      0,
-      values.steps === undefined ? undefined : Number(values.steps),
-    );
+    const wRates = ratesOf(w);
     const outcome = await compareFleet({
       workload: w,
       rates: wRates,
