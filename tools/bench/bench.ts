@@ -23,7 +23,9 @@
  *   static or dynamic residency: libs/loadgen/README.md). `--compare router` adds the top-down
  *   router on the same workers for every policy (`--policies`) and view refresh interval
  *   (`--refresh-ms`; once for the policies that never read the view), with a replica
- *   autoscaler when residency is dynamic (`--target-lag` items per replica), and reports
+ *   autoscaler when residency is dynamic (`--target-lag` items per replica; by default each
+ *   configuration runs twice, `--router-residency lag,fill`: resized on lag alone, and with
+ *   free memory shared among the models by arrival rate too), and reports
  *   `pull_over_router`: pull's knee over the best router configuration's, and how the best did
  *   against the random one. `--suite` runs every shipped fleet scenario in one command.
  * - `overhead`: what Shoal's own request path costs (tools/bench/overhead): every process of
@@ -77,7 +79,7 @@ const usage =
   "usage: npm run bench -- --scenario minilm|fleet|smollm2|overhead|fairness --out <dir> [--compare router] " +
   "[--workload <file> | --suite] [--steps N] [--policies a,b] [--refresh-ms 1,10,100] [--accelerators 32] " +
   "[--bundle <file>|none] [--target rest|grpc|msgpack] [--device cpu|cuda:N] " +
-  "[--target-lag N] [--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
+  "[--target-lag N] [--router-residency lag,fill] [--ingresses N] [--raw-budget tokens] [--raw-in-flight N] " +
   "[--protocols rest,grpc,msgpack] [--rates 100,200] [--step-seconds N] [--observed] [--phase-seconds N]";
 const { values } = parseOrExit(
   () =>
@@ -92,6 +94,7 @@ const { values } = parseOrExit(
         accelerators: { type: "string" },
         suite: { type: "boolean", default: false },
         "target-lag": { type: "string" },
+        "router-residency": { type: "string", default: "lag,fill" },
         bundle: { type: "string" },
         target: { type: "string", default: "rest" },
         device: { type: "string", default: "cpu" },
@@ -200,6 +203,13 @@ const policies = values.policies.split(",").map((p) => {
   return policy;
 });
 const refreshes = values["refresh-ms"].split(",").map(Number);
+const autoscalers = values["router-residency"].split(",").map((r) => {
+  if (r !== "lag" && r !== "fill") {
+    console.error(`--router-residency takes lag, fill or both, got "${r}"\n${usage}`);
+    process.exit(2);
+  }
+  return r;
+});
 /** A workload file, or exit 2 with what is wrong with it (no stack trace for a bad file). */
 async function loadWorkload(path: string): Promise<Workload> {
   try {
@@ -307,6 +317,7 @@ if (scenario === "minilm") {
       compare: values.compare === "router",
       policies,
       refreshes,
+      autoscalers,
       target,
       ...(values["target-lag"] === undefined
         ? {}

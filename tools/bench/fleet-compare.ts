@@ -27,9 +27,16 @@ export interface FleetCompareOptions {
   readonly target: Target;
   /** The router baseline's replica autoscaler, for workloads with dynamic residency. */
   readonly autoscale?: RouterAutoscale | undefined;
+  /**
+   * With dynamic residency, which autoscalers each router configuration runs with: on lag
+   * alone (`lag`, the conventional deployment) and sharing free memory by demand (`fill`).
+   */
+  readonly autoscalers: readonly RouterResidency[];
   /** Told of each cluster as it starts, so Ctrl-C can stop it. */
   readonly running: (harness: FleetHarness) => void;
 }
+
+export type RouterResidency = "lag" | "fill";
 
 export interface FleetOutcome {
   readonly modes: Record<string, ModeResult>;
@@ -103,14 +110,19 @@ export async function compareFleet(o: FleetCompareOptions): Promise<FleetOutcome
   o.running(routed);
   try {
     const send = sender(o.target, routed.baseUrls);
+    const residencies = setup.dynamic === undefined ? (["lag"] as const) : o.autoscalers;
     for (const policy of o.policies) {
       const blind = VIEW_BLIND_POLICIES.includes(policy);
       for (const refreshMs of blind ? o.refreshes.slice(0, 1) : o.refreshes) {
-        await routed.routeWith(policy, refreshMs);
-        await warm(send, o.workload);
-        await settle(send, o.workload, o.rates, setup);
-        const label = blind ? `router/${policy}` : `router/${policy}/${refreshMs}ms`;
-        modes[label] = await sweep(label, routed, o.workload, o.rates, send);
+        for (const residency of residencies) {
+          await routed.routeWith(policy, refreshMs, residency === "fill");
+          await warm(send, o.workload);
+          await settle(send, o.workload, o.rates, setup);
+          const label =
+            (blind ? `router/${policy}` : `router/${policy}/${refreshMs}ms`) +
+            (residency === "fill" ? "/fill" : "");
+          modes[label] = await sweep(label, routed, o.workload, o.rates, send);
+        }
       }
     }
   } finally {
@@ -126,11 +138,13 @@ export async function compareFleet(o: FleetCompareOptions): Promise<FleetOutcome
       best_router: best[0],
       pull_over_router: modes["pull"].knee_rps / best[1].knee_rps,
     };
-    const naive = modes["router/random"];
+    // Random with the conventional autoscaler when it ran, else with the one that did.
+    const naiveLabel = ["router/random", "router/random/fill"].find((l) => l in modes);
+    const naive = naiveLabel === undefined ? undefined : modes[naiveLabel];
     if (naive !== undefined) {
       extra = {
         ...extra,
-        naive_router: "router/random",
+        naive_router: naiveLabel,
         best_router_over_naive: naive.knee_rps > 0 ? best[1].knee_rps / naive.knee_rps : null,
       };
     }

@@ -130,7 +130,8 @@ const FLEET_MODEL_LOAD_MS = 2000;
  * (KEDA's default polling interval is 30 s, HPA's sync period 15 s) and holds a scale-down for
  * 10 s (HPA's default window is 300 s), so replica sets follow demand much faster than a
  * default Kubernetes setup would. The target of 8 queued items per replica is about one
- * batch's worth at the fleet's knee; `--target-lag` tries others.
+ * batch's worth at the fleet's knee; `--target-lag` tries others. Arrival rates, for the
+ * variant that shares free memory by demand, are measured over the last 10 s.
  */
 /**
  * Queued items per copy above which the pull fleet's model-loader adds a copy: about one
@@ -144,6 +145,7 @@ export const FLEET_AUTOSCALE: RouterAutoscale = {
   scaleDownWindowMs: 10_000,
   syncMs: 1000,
   minReplicas: 1,
+  demandWindowMs: 10_000,
 };
 
 /**

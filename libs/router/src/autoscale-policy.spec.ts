@@ -17,11 +17,13 @@ function model(
   name: string,
   replicas: [string, "loading" | "ready" | "draining", number][],
   held = 0,
+  rate = 0,
 ): AutoscaleModel {
   return {
     model: name,
     bytes: 2 * GB,
     held,
+    rate,
     replicas: replicas.map(([w, phase, lag]) => ({ worker: w, phase, lag })),
   };
 }
@@ -117,5 +119,56 @@ describe("planAutoscale", () => {
         options,
       ),
     ).toEqual([]);
+  });
+});
+
+describe("planAutoscale with fillMemory", () => {
+  const fill = { ...options, fillMemory: true, headroomFraction: 0 };
+
+  it("shares the memory the minimum leaves by arrival rate, at most one replica per accelerator", () => {
+    // 8 × 4 GB, 2 GB models, one replica each: 26 GB spare = 13 replicas, 3 : 2 : 0.
+    // a: 7.8 → 7 more (capped at one per accelerator); b: 5.2 → 5, plus the remainder → 6.
+    const workers = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"].map((w, i) =>
+      worker(w, i < 3 ? 2 : 0, 4),
+    );
+    const models = [
+      model("a", [["w1", "ready", 0]], 0, 3),
+      model("b", [["w2", "ready", 0]], 0, 2),
+      model("c", [["w3", "ready", 0]], 0, 0),
+    ];
+    // One load per accelerator a round: a takes seven, b the one left.
+    expect(planAutoscale(models, workers, new Recommendations(), 0, fill)).toEqual([
+      ...["w4", "w5", "w6", "w7", "w8", "w2", "w3"].map((w) => ({
+        kind: "scale-up",
+        model: "a",
+        worker: w,
+      })),
+      { kind: "scale-up", model: "b", worker: "w1" },
+    ]);
+    // Without fillMemory nothing has lag, so nothing moves.
+    expect(planAutoscale(models, workers, new Recommendations(), 0, options)).toEqual([]);
+  });
+
+  it("gives a cooled model's replicas back after the window, to the model that warmed", () => {
+    const recs = new Recommendations();
+    // Full: w1 holds a and b, w2–w4 a copy of a each.
+    const workers = ["w1", "w2", "w3", "w4"].map((w) =>
+      w === "w1" ? worker(w, 4, 4) : worker(w, 2, 2),
+    );
+    const replicas = (...ws: string[]): [string, "ready", number][] =>
+      ws.map((w) => [w, "ready", 0]);
+    const hot = [model("a", replicas("w1", "w2", "w3", "w4"), 0, 10), model("b", replicas("w1"))];
+    expect(planAutoscale(hot, workers, recs, 0, fill)).toEqual([]);
+    const moved = [
+      model("a", replicas("w1", "w2", "w3", "w4"), 0, 0),
+      model("b", replicas("w1"), 0, 10),
+    ];
+    // b's share is 3 more replicas, but the memory is a's until its window passes.
+    expect(planAutoscale(moved, workers, recs, 5_000, fill)).toEqual([]);
+    expect(planAutoscale(moved, workers, recs, 10_500, fill)).toEqual([
+      { kind: "drain", model: "a", worker: "w1" },
+      { kind: "drain", model: "a", worker: "w2" },
+      { kind: "drain", model: "a", worker: "w3" },
+    ]);
   });
 });

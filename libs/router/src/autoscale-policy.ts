@@ -16,6 +16,12 @@
  * - Scaling down removes the replica with the least queued, which the router stops sending to
  *   and which is unloaded once its queue is empty (a pod's endpoints removed, then drained);
  *   not while another replica of the model is still loading, which could leave none ready.
+ * - With `fillMemory`, the memory the minimum replicas leave is shared among the models in
+ *   proportion to their recent arrival rates, and a model is sized to the larger of that share
+ *   and its lag: a router that knows what is resident and loads ahead of the lag, as pull
+ *   mode's model-loader fills free memory with spare copies. The share moves with demand, so a
+ *   model that cools is scaled down (after the window) and its memory goes to the one that
+ *   warmed.
  *
  * Pure: the driver (`autoscaler.ts`) measures, applies the decisions and learns the outcomes.
  */
@@ -31,6 +37,8 @@ export interface AutoscalePolicyOptions {
   readonly scaleDownWindowMs: number;
   /** Share of each accelerator's memory no replica is placed in. @default 0.1 */
   readonly headroomFraction?: number;
+  /** Give the memory the minimum leaves to the models by arrival rate. @default false */
+  readonly fillMemory?: boolean;
 }
 
 export type ReplicaPhase = "loading" | "ready" | "draining";
@@ -48,6 +56,8 @@ export interface AutoscaleModel {
   readonly replicas: readonly AutoscaleReplica[];
   /** Items waiting at the router because the model has no replica to send them to. */
   readonly held: number;
+  /** Items a second routed to it lately (only `fillMemory` reads it). */
+  readonly rate: number;
 }
 
 export interface AutoscaleWorker {
@@ -92,6 +102,7 @@ export function planAutoscale(
     workers.map((w) => [w.worker, w.capacityBytes * (1 - headroom) - w.usedBytes]),
   );
   const busy = new Set(workers.filter((w) => w.busy).map((w) => w.worker));
+  const share = o.fillMemory === true ? memoryShares(models, workers, min, headroom) : undefined;
 
   // A drained replica has nothing queued left: it can go.
   for (const m of models) {
@@ -108,7 +119,12 @@ export function planAutoscale(
     const serving = m.replicas.filter((r) => r.phase !== "draining");
     const raw = Math.min(
       max,
-      Math.max(min, Math.ceil(lagOf(m) / o.targetLagPerReplica), m.held > 0 ? 1 : 0),
+      Math.max(
+        min,
+        Math.ceil(lagOf(m) / o.targetLagPerReplica),
+        m.held > 0 ? 1 : 0,
+        share?.get(m.model) ?? 0,
+      ),
     );
     const desired = recommendations.stabilized(m.model, raw, nowMs, o.scaleDownWindowMs);
     if (desired > serving.length) {
@@ -137,6 +153,40 @@ export function planAutoscale(
     }
   }
   return actions;
+}
+
+/**
+ * Replicas per model when the fleet's memory, less what the minimum replicas take, is divided
+ * in proportion to arrival rates: whole replicas by the largest remainders, at most one per
+ * accelerator.
+ */
+function memoryShares(
+  models: readonly AutoscaleModel[],
+  workers: readonly AutoscaleWorker[],
+  min: number,
+  headroom: number,
+): Map<string, number> {
+  const usable = workers.reduce((n, w) => n + w.capacityBytes * (1 - headroom), 0);
+  let spare = usable - models.reduce((n, m) => n + min * m.bytes, 0);
+  const total = models.reduce((n, m) => n + m.rate, 0);
+  const shares = new Map(models.map((m) => [m.model, min]));
+  if (total <= 0 || spare <= 0) return shares;
+  const exact = models.map((m) => ({ m, extra: ((m.rate / total) * spare) / m.bytes }));
+  for (const { m, extra } of exact) {
+    const whole = Math.min(Math.floor(extra), workers.length - min);
+    shares.set(m.model, min + whole);
+    spare -= whole * m.bytes;
+  }
+  const byRemainder = exact.sort(
+    (a, b) => (b.extra % 1) - (a.extra % 1) || a.m.model.localeCompare(b.m.model),
+  );
+  for (const { m } of byRemainder) {
+    const now = shares.get(m.model) ?? min;
+    if (m.rate <= 0 || m.bytes > spare || now >= workers.length) continue;
+    shares.set(m.model, now + 1);
+    spare -= m.bytes;
+  }
+  return shares;
 }
 
 /** Everything queued for a model: at its replicas and held at the router. */

@@ -25,9 +25,11 @@ import {
   type ReplicaPhase,
 } from "./autoscale-policy.js";
 
-/** What the autoscaler changes in the router: which models each worker is sent. */
+/** What the autoscaler changes in the router (which models each worker is sent) and reads. */
 export interface Membership {
   serve(worker: string, models: readonly string[]): void;
+  /** Items routed since start, per model key. */
+  routedPerModel(): ReadonlyMap<string, number>;
 }
 
 export interface AutoscalerOptions {
@@ -39,6 +41,8 @@ export interface AutoscalerOptions {
   readonly policy: AutoscalePolicyOptions;
   /** How often lag is read and replicas resized, ms (KEDA polls every 30 s by default). */
   readonly syncMs: number;
+  /** Arrival rates (for `policy.fillMemory`) are measured over this long, ms. @default 60000 */
+  readonly demandWindowMs?: number;
   /** Longest a worker may take to answer a load or unload. @default 600000 */
   readonly controlTimeoutMs?: number;
   readonly membership: Membership;
@@ -67,6 +71,8 @@ export class Autoscaler {
   readonly #recommendations = new Recommendations();
   readonly #heartbeats: Subscription;
   readonly #actions = new Set<Promise<void>>();
+  /** Routed counts per model as read at past rounds, oldest first, for arrival rates. */
+  readonly #demand: { readonly atMs: number; readonly routed: Map<string, number> }[] = [];
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> = Promise.resolve();
 
@@ -139,10 +145,13 @@ export class Autoscaler {
       const model = subject.slice(WORK_PREFIX.length + 1).split(".")[0] ?? "";
       heldByModel.set(model, (heldByModel.get(model) ?? 0) + n);
     }
+    const nowMs = performance.now();
+    const rates = this.#rates(nowMs);
     const models = [...this.#o.models].map(([model, bytes]) => ({
       model,
       bytes,
       held: heldByModel.get(model) ?? 0,
+      rate: rates.get(model) ?? 0,
       replicas: [...this.#workers].flatMap(([worker, w]) => {
         const phase = w.replicas.get(model);
         return phase === undefined
@@ -156,14 +165,25 @@ export class Autoscaler {
       usedBytes: [...w.replicas.keys()].reduce((n, m) => n + (this.#o.models.get(m) ?? 0), 0),
       busy: w.busy,
     }));
-    const plan = planAutoscale(
-      models,
-      workers,
-      this.#recommendations,
-      performance.now(),
-      this.#o.policy,
-    );
+    const plan = planAutoscale(models, workers, this.#recommendations, nowMs, this.#o.policy);
     for (const action of plan) this.#apply(action);
+  }
+
+  /** Items a second routed to each model over the demand window (up to now). */
+  #rates(nowMs: number): Map<string, number> {
+    const windowMs = this.#o.demandWindowMs ?? 60_000;
+    this.#demand.push({ atMs: nowMs, routed: new Map(this.#o.membership.routedPerModel()) });
+    while (this.#demand.length > 2 && nowMs - (this.#demand[1]?.atMs ?? nowMs) >= windowMs) {
+      this.#demand.shift();
+    }
+    const oldest = this.#demand[0];
+    const rates = new Map<string, number>();
+    if (oldest === undefined || nowMs <= oldest.atMs) return rates;
+    const seconds = (nowMs - oldest.atMs) / 1000;
+    for (const [model, n] of this.#demand[this.#demand.length - 1]?.routed ?? []) {
+      rates.set(model, (n - (oldest.routed.get(model) ?? 0)) / seconds);
+    }
+    return rates;
   }
 
   #apply(action: AutoscaleAction): void {

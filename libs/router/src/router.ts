@@ -58,6 +58,7 @@ export class Router {
   readonly #loop: Promise<void>;
   #stopping = false;
   #routedCount = 0;
+  readonly #routedPerModel = new Map<string, number>();
 
   private constructor(o: RouterOptions, stream: string, consumer: string) {
     this.#o = o;
@@ -96,6 +97,11 @@ export class Router {
   /** Work items routed since start (a message may carry several). */
   get routed(): number {
     return this.#routedCount;
+  }
+
+  /** Work items routed since start, per model key: the arrival rates an autoscaler reads. */
+  routedPerModel(): ReadonlyMap<string, number> {
+    return this.#routedPerModel;
   }
 
   async stop(): Promise<void> {
@@ -187,6 +193,10 @@ export class Router {
       return;
     }
     this.#routedCount += items;
+    this.#routedPerModel.set(
+      parsed.modelKey,
+      (this.#routedPerModel.get(parsed.modelKey) ?? 0) + items,
+    );
     msg.ack();
   }
 }

@@ -21,10 +21,16 @@ async function autoscaleFromEnv(): Promise<RouterServiceOptions["autoscale"]> {
   const target = envInt(env, "SHOAL_ROUTER_TARGET_LAG") ?? 8;
   const windowMs = envInt(env, "SHOAL_ROUTER_SCALE_DOWN_WINDOW_MS") ?? 300_000;
   const syncMs = envInt(env, "SHOAL_ROUTER_SYNC_MS") ?? 15_000;
-  if (!(target >= 1) || !(windowMs >= 0) || !(syncMs >= 100)) {
+  const demandWindowMs = envInt(env, "SHOAL_ROUTER_DEMAND_WINDOW_MS") ?? 60_000;
+  const fill = envString(env, "SHOAL_ROUTER_FILL_MEMORY", "0");
+  if (!(target >= 1) || !(windowMs >= 0) || !(syncMs >= 100) || !(demandWindowMs >= syncMs)) {
     throw new ConfigError(
-      "SHOAL_ROUTER_TARGET_LAG must be ≥ 1, SHOAL_ROUTER_SCALE_DOWN_WINDOW_MS ≥ 0, SHOAL_ROUTER_SYNC_MS ≥ 100",
+      "SHOAL_ROUTER_TARGET_LAG must be ≥ 1, SHOAL_ROUTER_SCALE_DOWN_WINDOW_MS ≥ 0, " +
+        "SHOAL_ROUTER_SYNC_MS ≥ 100, SHOAL_ROUTER_DEMAND_WINDOW_MS ≥ SHOAL_ROUTER_SYNC_MS",
     );
+  }
+  if (fill !== "0" && fill !== "1") {
+    throw new ConfigError(`SHOAL_ROUTER_FILL_MEMORY must be 0 or 1, got "${fill}"`);
   }
   return {
     node,
@@ -35,8 +41,10 @@ async function autoscaleFromEnv(): Promise<RouterServiceOptions["autoscale"]> {
       targetLagPerReplica: target,
       minReplicas: envInt(env, "SHOAL_ROUTER_MIN_REPLICAS") ?? 1,
       scaleDownWindowMs: windowMs,
+      fillMemory: fill === "1",
     },
     syncMs,
+    demandWindowMs,
   };
 }
 

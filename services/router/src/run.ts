@@ -28,6 +28,8 @@ export interface RouterServiceOptions {
         readonly models: ReadonlyMap<string, number>;
         readonly policy: AutoscalePolicyOptions;
         readonly syncMs: number;
+        /** Arrival rates for `policy.fillMemory` are measured over this long, ms. */
+        readonly demandWindowMs?: number;
       }
     | undefined;
   /** Where the autoscaler's counters are registered; none kept without. */

@@ -128,3 +128,38 @@ it("loads a replica for held work, adds one as lag grows, and drains and unloads
   expect((await jsm.streams.info(WORK_STREAM)).state.messages).toBe(0);
   expect((await jsm.streams.info(ROUTED_STREAM)).state.messages).toBe(0);
 }, 30_000);
+
+it("with fillMemory, gives a model with arrivals but little lag the memory an idle one leaves", async () => {
+  await router.stop();
+  told.length = 0;
+  router = await run({
+    natsServers: nats.url,
+    policy: "least-outstanding",
+    refreshMs: 5,
+    workers: new Map(),
+    autoscale: {
+      node: "node-a",
+      models: new Map([
+        ["m", 2 * GB],
+        ["n", 2 * GB],
+      ]),
+      // A target no lag here reaches: only the arrival rate can add a replica.
+      policy: { targetLagPerReplica: 100, scaleDownWindowMs: 60_000, fillMemory: true },
+      syncMs: 100,
+      demandWindowMs: 2000,
+    },
+    logger: createLogger({ service: "autoscaler-test", level: "warn" }),
+  });
+  // The minimum first: one replica each, on different accelerators (most free memory).
+  await until(() => told.length === 2);
+  expect(told.map((t) => t.split(" ").slice(1).join(" ")).sort()).toEqual(["load m", "load n"]);
+  const js = jetstream(nc);
+  for (let i = 0; i < 5; i++) await js.publish(workSubject("m", 32), new Uint8Array([i]));
+  await until(() => router.router.routed === 5);
+  // m's arrivals earn it the free memory: a second replica, on the accelerator it lacked.
+  await until(() => told.filter((t) => t.endsWith("load m")).length === 2);
+  expect(new Set(told.filter((t) => t.endsWith("load m")).map((t) => t.split(" ")[0]))).toEqual(
+    new Set(["w1", "w2"]),
+  );
+  expect(told.filter((t) => t.endsWith("load n"))).toHaveLength(1);
+}, 30_000);

@@ -71,6 +71,8 @@ export interface RouterAutoscale {
   readonly scaleDownWindowMs: number;
   readonly syncMs: number;
   readonly minReplicas: number;
+  /** Over how long the arrival rates that `fill` shares memory by are measured, ms. */
+  readonly demandWindowMs: number;
 }
 
 /** Loads and unloads since the fleet started, by whichever service manages residency. */
@@ -80,8 +82,11 @@ export interface ResidencyChanges {
 }
 
 export interface FleetHarness extends Harness {
-  /** Router mode only: (re)starts the router with this policy and refresh interval. */
-  routeWith(policy: RoutingPolicy, refreshMs: number): Promise<void>;
+  /**
+   * Router mode only: (re)starts the router with this policy and refresh interval; with
+   * dynamic residency, `fill` has its autoscaler share free memory by arrival rate too.
+   */
+  routeWith(policy: RoutingPolicy, refreshMs: number, fill?: boolean): Promise<void>;
 }
 
 /** The node every simulated accelerator of a dynamic fleet belongs to. */
@@ -228,7 +233,7 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
     natsUrl: nats.url,
     accelerators: clients.length,
     counters: () => sumCounters(clients),
-    async routeWith(policy, refreshMs) {
+    async routeWith(policy, refreshMs, fill = false) {
       if (!options.routed) throw new Error("routeWith: this fleet pulls; start it routed");
       await router?.stop();
       const scale = options.dynamic?.autoscale;
@@ -254,6 +259,8 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
                 SHOAL_ROUTER_SCALE_DOWN_WINDOW_MS: String(scale.scaleDownWindowMs),
                 SHOAL_ROUTER_SYNC_MS: String(scale.syncMs),
                 SHOAL_ROUTER_MIN_REPLICAS: String(scale.minReplicas),
+                SHOAL_ROUTER_DEMAND_WINDOW_MS: String(scale.demandWindowMs),
+                SHOAL_ROUTER_FILL_MEMORY: fill ? "1" : "0",
               }),
         },
         readyMessage: "router routing",
