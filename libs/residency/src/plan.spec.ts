@@ -245,6 +245,23 @@ describe("planResidency: replicas", () => {
     ]);
   });
 
+  it("adds as many copies at once as the queue asks for, one per free worker", () => {
+    // 200 pending over 64 per copy: 4 copies, 3 more; four workers have room.
+    const actions = plan(
+      [model("a", { pending: 200, ratePerS: 100, lastDemandAt: NOW })],
+      [worker("w1", [resident("a")]), worker("w2"), worker("w3"), worker("w4"), worker("w5")],
+    );
+    expect(actions).toEqual(
+      ["w2", "w3", "w4"].map((w) => ({
+        kind: "load",
+        model: "a",
+        worker: w,
+        evict: [],
+        reason: "replicate",
+      })),
+    );
+  });
+
   it("waits for the copies to settle before adding another", () => {
     const actions = plan(
       [model("a", { pending: 500 })],
@@ -349,7 +366,7 @@ describe("planResidency: invariants over random nodes", () => {
 
   const options = compileResidencyPolicyOptions({ headroomFraction: 0 });
 
-  it("never evicts a pinned or fresh copy, never overfills, one action per idle worker", () => {
+  it("never evicts a pinned or fresh copy, never overfills, one action per idle worker, copies as asked", () => {
     fc.assert(
       fc.property(arbSnapshot, (snapshot) => {
         const actions = planResidency(snapshot, options);
@@ -373,12 +390,21 @@ describe("planResidency: invariants over random nodes", () => {
           }
           expect(used + (bytes.get(a.model) ?? 0)).toBeLessThanOrEqual(w.capacityBytes);
         }
-        const loads = actions.filter((a) => a.kind === "load").map((a) => a.model);
+        const loads = actions.filter((a) => a.kind === "load");
         const loadingAlready = snapshot.workers.flatMap((w) =>
           w.replicas.filter((r) => r.state === "loading").map((r) => r.model),
         );
-        for (const m of loads) expect(loadingAlready).not.toContain(m);
-        expect(new Set(loads).size).toBe(loads.length);
+        for (const { model } of loads) expect(loadingAlready).not.toContain(model);
+        // Several copies of one model in a round only as replicas its queue asks for.
+        for (const m of snapshot.models) {
+          const mine = loads.filter((a) => a.model === m.model);
+          if (mine.length <= 1) continue;
+          expect(mine.every((a) => a.reason === "replicate")).toBe(true);
+          const held = snapshot.workers.filter((w) => w.replicas.some((r) => r.model === m.model));
+          expect(held.length + mine.length).toBeLessThanOrEqual(
+            Math.ceil(m.pending / options.replicateAbovePending),
+          );
+        }
       }),
       { numRuns: 500 },
     );
@@ -424,6 +450,24 @@ describe("planResidency: spare copies", () => {
         spareCopies: 1,
       }),
     ).toEqual([]);
+  });
+
+  it("moves a spare copy to the model with most demand per copy once memory is full", () => {
+    const full = (calmSinceAgoMs: number): WorkerMemory[] => [
+      worker("w1", [resident("hot")], 100 * MB),
+      worker("w2", [resident("calm", calmSinceAgoMs)], 100 * MB),
+      worker("w3", [resident("calm", calmSinceAgoMs)], 100 * MB),
+    ];
+    // hot: 200 items over the horizon, 100 per copy with a second; calm: 20 on one copy.
+    expect(plan([busy, calm], full(60_000), { spareCopies: 1 })).toEqual([
+      { kind: "load", model: "hot", worker: "w2", evict: ["calm"], reason: "spare" },
+    ]);
+    // Not before the copy has been resident minResidencyMs, and not without spare copies.
+    expect(plan([busy, calm], full(1000), { spareCopies: 1 })).toEqual([]);
+    expect(plan([busy, calm], full(60_000))).toEqual([]);
+    // Not when the move would not beat the margin: 30 / 2 against 20 × 1.25.
+    const warm = model("hot", { ratePerS: 3, lastDemandAt: NOW });
+    expect(plan([warm, calm], full(60_000), { spareCopies: 1 })).toEqual([]);
   });
 
   it("refuses a spareCopies that is not 0 or 1", () => {
