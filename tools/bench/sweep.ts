@@ -168,6 +168,7 @@ export function stepJson(s: SweptStep): Record<string, unknown> {
     residency_per_min: s.residencyPerMin ?? null,
     inputs_per_batch: s.batchFill ?? null,
     phases_ms: s.phasesMs ?? null,
+    p99_by_second_ms: s.p99BySecondMs ?? null,
     window: s.window,
   };
 }

@@ -76,6 +76,22 @@ describe("runStep", () => {
     expect(result.phasesMs).toEqual({ queue: { p50: 20, p90: 30, p99: 30 } });
   });
 
+  it("reports the p99 of the requests sent in each second of the step", async () => {
+    const result = await run({
+      offeredRps: 2,
+      // Second 0 is warm-up; second 1 answers in 100 ms, second 2 sends nothing, 3 in 700.
+      plan: plan([0, 1000, 1500, 3000, 3200]),
+      seconds: 4,
+      warmupSeconds: 1,
+      drainMs: 1000,
+      send: async (request) => {
+        await sleep(request.atMs >= 3000 ? 700 : 100);
+        return { tokens: 1 };
+      },
+    });
+    expect(result.p99BySecondMs).toEqual([null, 100, null, 700]);
+  });
+
   it("reports no phases when answers carry none", async () => {
     const result = await run({
       offeredRps: 10,

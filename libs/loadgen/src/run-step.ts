@@ -54,6 +54,7 @@ export async function runStep(options: RunStepOptions): Promise<StepResult> {
   const windowStart = started + options.warmupSeconds * 1000;
   const windowEnd = started + options.seconds * 1000;
   const latencies: number[] = [];
+  const bySecond: number[][] = [];
   const phases = new Map<string, number[]>();
   let answeredInWindow = 0;
   let tokensInWindow = 0;
@@ -87,6 +88,8 @@ export async function runStep(options: RunStepOptions): Promise<StepResult> {
           answered++;
           if (measured) {
             latencies.push(t1 - t0);
+            const second = Math.floor((t0 - started) / 1000);
+            (bySecond[second] ??= []).push(t1 - t0);
             for (const [phase, ms] of Object.entries(answer.phasesMs ?? {})) {
               const list = phases.get(phase) ?? [];
               list.push(ms);
@@ -126,6 +129,10 @@ export async function runStep(options: RunStepOptions): Promise<StepResult> {
     achievedTokensPerS: tokensInWindow / windowS,
     failed: measuredFailed,
     latencyMs: percentiles(latencies),
+    p99BySecondMs: Array.from({ length: Math.ceil(options.seconds) }, (_, i) => {
+      const ms = bySecond[i];
+      return ms === undefined ? null : percentiles(ms).p99;
+    }),
     ...(phases.size === 0
       ? {}
       : {

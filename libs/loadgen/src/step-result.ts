@@ -26,6 +26,12 @@ export interface StepResult {
   readonly utilization?: number;
   /** Batch fill: mean inputs per batch over the step, when the harness can count batches. */
   readonly batchFill?: number;
+  /**
+   * p99 latency of the measured requests sent in each whole second of the step (index 0 is the
+   * step's first second; null where none were sent or answered), ms: when in the step the tail
+   * happened, e.g. right after popularity moved.
+   */
+  readonly p99BySecondMs?: readonly (number | null)[];
 }
 
 /** The value at quantile `p` of an ascending array (nearest rank); NaN when empty. */
