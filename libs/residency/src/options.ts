@@ -49,9 +49,8 @@ export interface ResidencyPolicyOptions {
   /**
    * 1: memory no model is waiting for holds extra copies of the models in demand, the most
    * demand per copy first, so a burst finds several copies already loaded instead of waiting
-   * for one to load. Spare copies are placed only in free memory, are the first victims when
-   * a model needs room, and move to the model with most demand per copy as popularity moves
-   * (by `evictMargin`). 0: copies are added only when work queues up. @default 0
+   * for one to load. Spare copies are placed only in free memory and are the first victims when
+   * a model needs room. 0: copies are added only when work queues up. @default 0
    */
   readonly spareCopies?: number;
 }

@@ -452,24 +452,6 @@ describe("planResidency: spare copies", () => {
     ).toEqual([]);
   });
 
-  it("moves a spare copy to the model with most demand per copy once memory is full", () => {
-    const full = (calmSinceAgoMs: number): WorkerMemory[] => [
-      worker("w1", [resident("hot")], 100 * MB),
-      worker("w2", [resident("calm", calmSinceAgoMs)], 100 * MB),
-      worker("w3", [resident("calm", calmSinceAgoMs)], 100 * MB),
-    ];
-    // hot: 200 items over the horizon, 100 per copy with a second; calm: 20 on one copy.
-    expect(plan([busy, calm], full(60_000), { spareCopies: 1 })).toEqual([
-      { kind: "load", model: "hot", worker: "w2", evict: ["calm"], reason: "spare" },
-    ]);
-    // Not before the copy has been resident minResidencyMs, and not without spare copies.
-    expect(plan([busy, calm], full(1000), { spareCopies: 1 })).toEqual([]);
-    expect(plan([busy, calm], full(60_000))).toEqual([]);
-    // Not when the move would not beat the margin: 30 / 2 against 20 × 1.25.
-    const warm = model("hot", { ratePerS: 3, lastDemandAt: NOW });
-    expect(plan([warm, calm], full(60_000), { spareCopies: 1 })).toEqual([]);
-  });
-
   it("refuses a spareCopies that is not 0 or 1", () => {
     expect(() => compileResidencyPolicyOptions({ spareCopies: 2 })).toThrow(
       "spareCopies must be 0 or 1",

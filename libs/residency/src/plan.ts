@@ -54,9 +54,6 @@ interface Slot {
  *    model keeps.
  * 4. With `spareCopies`, a worker with free memory and nothing to do takes one more copy of the
  *    model with the most demand per copy, without evicting anything.
- * 5. With `spareCopies`, once memory is full, spare copies move as demand does: a copy of a model
- *    with several goes to the model with the most demand per copy, when that model's demand per
- *    copy, counting the new one, exceeds the other's with one copy fewer by `evictMargin`.
  *
  * A model that cannot fit on any worker even with everything evictable gone is reported
  * unplaceable instead of waiting forever. At most one load or unload is planned per worker and
@@ -187,63 +184,8 @@ export function planResidency(
         reason: "spare",
       });
     }
-    moveSpares(snapshot.models, slots, copies, nowMs, o, actions);
   }
   return actions;
-}
-
-/**
- * Rule 5 of {@link planResidency}: without it, spare copies stay where demand was when memory
- * filled, and a model that warms after that gets copies only once its queue grows. Each move
- * evens out demand per copy, so the spare memory ends up shared by demand; the margin and
- * `minResidencyMs` keep two models from trading a copy back and forth.
- */
-function moveSpares(
-  models: readonly ModelDemand[],
-  slots: Slot[],
-  copies: (model: string) => number,
-  nowMs: number,
-  o: CompiledResidencyPolicyOptions,
-  actions: ResidencyAction[],
-): void {
-  const byModel = new Map(models.map((m) => [m.model, m]));
-  for (;;) {
-    const taker = models
-      .filter((m) => !m.blocked && !isIdle(m, nowMs, o) && copies(m.model) > 0)
-      .filter((m) => settledCopies(slots, m.model, nowMs, o) === copies(m.model))
-      .map((m) => ({ m, perCopy: demand(m, o) / (copies(m.model) + 1) }))
-      .sort((a, b) => b.perCopy - a.perCopy || a.m.model.localeCompare(b.m.model))[0];
-    if (taker === undefined) return;
-    const giver = slots
-      .filter((s) => !s.busy && !s.replicas.some((r) => r.model === taker.m.model))
-      .flatMap((s) => s.replicas.map((r) => ({ s, r, m: byModel.get(r.model) })))
-      .filter(
-        (v): v is { s: Slot; r: Replica; m: ModelDemand } =>
-          v.m !== undefined &&
-          v.r.state === "resident" &&
-          nowMs - v.r.since >= o.minResidencyMs &&
-          copies(v.r.model) > Math.max(1, keptCopies(v.m)) &&
-          v.s.usableBytes - usedBytes(v.s) + v.r.bytes >= taker.m.bytes,
-      )
-      .map((v) => ({ ...v, perCopy: demand(v.m, o) / (copies(v.r.model) - 1) }))
-      .sort((a, b) => a.perCopy - b.perCopy || a.s.worker.localeCompare(b.s.worker))[0];
-    if (giver === undefined || taker.perCopy <= giver.perCopy * (1 + o.evictMargin)) return;
-    giver.s.replicas = giver.s.replicas.filter((r) => r !== giver.r);
-    giver.s.replicas.push({
-      model: taker.m.model,
-      state: "loading",
-      bytes: taker.m.bytes,
-      since: nowMs,
-    });
-    giver.s.busy = true;
-    actions.push({
-      kind: "load",
-      model: taker.m.model,
-      worker: giver.s.worker,
-      evict: [giver.r.model],
-      reason: "spare",
-    });
-  }
 }
 
 /** Copies the node keeps of `m` whatever the demand. */
