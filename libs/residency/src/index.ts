@@ -15,6 +15,8 @@ export type {
 export { demand, keepValue, loadNeed, recency } from "./value.js";
 export type { LoadReason, ResidencyAction } from "./plan.js";
 export { planResidency } from "./plan.js";
+export type { ShareModel } from "./shares.js";
+export { memoryShares, Recommendations } from "./shares.js";
 export type { LoadFailureKind, LoadVerdict } from "./load-outcome.js";
 export { isOutOfMemoryMessage, LoadFailures } from "./load-outcome.js";
 export type { ChurnReport } from "./churn.js";

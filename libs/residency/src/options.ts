@@ -50,9 +50,16 @@ export interface ResidencyPolicyOptions {
    * 1: memory no model is waiting for holds extra copies of the models in demand, the most
    * demand per copy first, so a burst finds several copies already loaded instead of waiting
    * for one to load. Spare copies are placed only in free memory and are the first victims when
-   * a model needs room. 0: copies are added only when work queues up. @default 0
+   * a model needs room. With the loader's shares (`ModelDemand.shareCopies`), memory is shared
+   * by demand: spare copies fill towards each model's share, and a copy above it is unloaded.
+   * 0: copies are added only when work queues up. @default 0
    */
   readonly spareCopies?: number;
+  /**
+   * How long a model's share of spare copies is held at its highest before it may shrink
+   * (HPA's scale-down stabilization window): the loader's, for `spareCopies`. @default 30000
+   */
+  readonly spareWindowMs?: number;
 }
 
 /** {@link ResidencyPolicyOptions} with every default filled in. */
@@ -71,6 +78,7 @@ export const DEFAULT_RESIDENCY_POLICY_OPTIONS: CompiledResidencyPolicyOptions = 
   idleDropMs: 30_000,
   idleRatePerS: 0.05,
   spareCopies: 0,
+  spareWindowMs: 30_000,
 };
 
 /** Fills defaults and refuses values the policy cannot work with. */

@@ -452,6 +452,33 @@ describe("planResidency: spare copies", () => {
     ).toEqual([]);
   });
 
+  it("with shares, fills only towards a model's share and unloads a copy above it", () => {
+    const workers = [
+      worker("w1", [resident("hot"), resident("calm")]),
+      worker("w2", [resident("calm", 30_000)]),
+      worker("w3"),
+    ];
+    // calm holds 2 copies against a share of 1: its newest goes; hot (share 2) takes w3.
+    const shared = [
+      model("hot", { ratePerS: 20, lastDemandAt: NOW, shareCopies: 2 }),
+      model("calm", { ratePerS: 2, lastDemandAt: NOW, shareCopies: 1 }),
+    ];
+    expect(plan(shared, workers, { spareCopies: 1 })).toEqual([
+      { kind: "unload", model: "calm", worker: "w2", reason: "over-share" },
+      { kind: "load", model: "hot", worker: "w3", evict: [], reason: "spare" },
+    ]);
+    // At its share, hot takes no more even with memory free; the last copy always stays.
+    const atShare = [
+      model("hot", { ratePerS: 20, lastDemandAt: NOW, shareCopies: 1 }),
+      model("calm", { ratePerS: 2, lastDemandAt: NOW, shareCopies: 0 }),
+    ];
+    expect(
+      plan(atShare, [worker("w1", [resident("hot")]), worker("w2", [resident("calm")])], {
+        spareCopies: 1,
+      }),
+    ).toEqual([]);
+  });
+
   it("refuses a spareCopies that is not 0 or 1", () => {
     expect(() => compileResidencyPolicyOptions({ spareCopies: 2 })).toThrow(
       "spareCopies must be 0 or 1",

@@ -19,8 +19,11 @@ export type ResidencyAction =
       readonly kind: "unload";
       readonly model: string;
       readonly worker: string;
-      /** An extra copy that has had no work for `idleDropMs`. */
-      readonly reason: "idle-copy";
+      /**
+       * `idle-copy`: an extra copy that has had no work for `idleDropMs`; `over-share`: a
+       * spare copy above the model's share of memory.
+       */
+      readonly reason: "idle-copy" | "over-share";
     }
   | {
       readonly kind: "unplaceable";
@@ -53,7 +56,9 @@ interface Slot {
  * 3. An extra copy of a model without demand for `idleDropMs` is unloaded, never one a pinned
  *    model keeps.
  * 4. With `spareCopies`, a worker with free memory and nothing to do takes one more copy of the
- *    model with the most demand per copy, without evicting anything.
+ *    model with the most demand per copy, without evicting anything; with shares given
+ *    (`shareCopies`), only a model below its share, and a copy above a model's share (never its
+ *    last, nor one a pinned model keeps) is unloaded.
  *
  * A model that cannot fit on any worker even with everything evictable gone is reported
  * unplaceable instead of waiting forever. At most one load or unload is planned per worker and
@@ -143,12 +148,7 @@ export function planResidency(
 
   for (const m of snapshot.models) {
     if (!isIdle(m, nowMs, o) || copies(m.model) <= Math.max(1, keptCopies(m))) continue;
-    const extra = slots
-      .filter((s) => !s.busy)
-      .flatMap((s) => s.replicas.map((r) => ({ s, r })))
-      .filter(({ r }) => r.model === m.model && r.state === "resident")
-      .filter(({ r }) => nowMs - r.since >= o.minResidencyMs)
-      .sort((a, b) => b.r.since - a.r.since || a.s.worker.localeCompare(b.s.worker))[0];
+    const extra = newestSettledCopy(slots, m.model, nowMs, o);
     if (extra === undefined) continue;
     extra.s.replicas = extra.s.replicas.filter((r) => r !== extra.r);
     extra.s.busy = true;
@@ -156,11 +156,21 @@ export function planResidency(
   }
 
   if (o.spareCopies === 1) {
+    for (const m of snapshot.models) {
+      const share = m.shareCopies;
+      if (share === undefined || copies(m.model) <= Math.max(1, keptCopies(m), share)) continue;
+      const over = newestSettledCopy(slots, m.model, nowMs, o);
+      if (over === undefined) continue;
+      over.s.replicas = over.s.replicas.filter((r) => r !== over.r);
+      over.s.busy = true;
+      actions.push({ kind: "unload", model: m.model, worker: over.s.worker, reason: "over-share" });
+    }
     for (const slot of slots) {
       if (slot.busy) continue;
       const free = slot.usableBytes - usedBytes(slot);
       const pick = snapshot.models
         .filter((m) => !m.blocked && m.bytes <= free && !isIdle(m, nowMs, o))
+        .filter((m) => m.shareCopies === undefined || copies(m.model) < m.shareCopies)
         .filter((m) => !slot.replicas.some((r) => r.model === m.model))
         .filter(
           (m) => copies(m.model) > 0 && settledCopies(slots, m.model, nowMs, o) === copies(m.model),
@@ -186,6 +196,21 @@ export function planResidency(
     }
   }
   return actions;
+}
+
+/** The copy of `model` loaded last, among those settled on workers with nothing under way. */
+function newestSettledCopy(
+  slots: readonly Slot[],
+  model: string,
+  nowMs: number,
+  o: CompiledResidencyPolicyOptions,
+): { s: Slot; r: Replica } | undefined {
+  return slots
+    .filter((s) => !s.busy)
+    .flatMap((s) => s.replicas.map((r) => ({ s, r })))
+    .filter(({ r }) => r.model === model && r.state === "resident")
+    .filter(({ r }) => nowMs - r.since >= o.minResidencyMs)
+    .sort((a, b) => b.r.since - a.r.since || a.s.worker.localeCompare(b.s.worker))[0];
 }
 
 /** Copies the node keeps of `m` whatever the demand. */

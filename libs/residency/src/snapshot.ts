@@ -40,6 +40,12 @@ export interface ModelDemand {
    * cooldown has not passed. Its copies, if any, are left alone.
    */
   readonly blocked: boolean;
+  /**
+   * With `spareCopies`: the copies its share of the node's memory by demand is worth
+   * (`memoryShares` in shares.ts, and at least what its queue asks for), held at its highest for
+   * `spareWindowMs` by the loader. Spare copies fill towards it and go above it.
+   */
+  readonly shareCopies?: number;
 }
 
 export type ReplicaState = "loading" | "resident" | "evicting";

@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  planAutoscale,
-  Recommendations,
-  type AutoscaleModel,
-  type AutoscaleWorker,
-} from "./autoscale-policy.js";
+import { Recommendations } from "@shoal/residency";
+import { planAutoscale, type AutoscaleModel, type AutoscaleWorker } from "./autoscale-policy.js";
 
 const GB = 1e9;
 const options = { targetLagPerReplica: 10, scaleDownWindowMs: 10_000 };

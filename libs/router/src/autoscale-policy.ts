@@ -26,6 +26,8 @@
  * Pure: the driver (`autoscaler.ts`) measures, applies the decisions and learns the outcomes.
  */
 
+import { memoryShares, type Recommendations } from "@shoal/residency";
+
 export interface AutoscalePolicyOptions {
   /** Queued items per replica the autoscaler aims at (KEDA's `lagThreshold`). */
   readonly targetLagPerReplica: number;
@@ -74,19 +76,6 @@ export type AutoscaleAction =
   | { readonly kind: "drain"; readonly model: string; readonly worker: string }
   | { readonly kind: "unload"; readonly model: string; readonly worker: string };
 
-/** Recommendations of past rounds, for the scale-down window. */
-export class Recommendations {
-  readonly #seen = new Map<string, { readonly atMs: number; readonly replicas: number }[]>();
-
-  /** Records `replicas` for `model` at `atMs` and returns the window's highest. */
-  stabilized(model: string, replicas: number, atMs: number, windowMs: number): number {
-    const kept = (this.#seen.get(model) ?? []).filter((r) => atMs - r.atMs < windowMs);
-    kept.push({ atMs, replicas });
-    this.#seen.set(model, kept);
-    return Math.max(...kept.map((r) => r.replicas));
-  }
-}
-
 export function planAutoscale(
   models: readonly AutoscaleModel[],
   workers: readonly AutoscaleWorker[],
@@ -102,7 +91,15 @@ export function planAutoscale(
     workers.map((w) => [w.worker, w.capacityBytes * (1 - headroom) - w.usedBytes]),
   );
   const busy = new Set(workers.filter((w) => w.busy).map((w) => w.worker));
-  const share = o.fillMemory === true ? memoryShares(models, workers, min, headroom) : undefined;
+  const share =
+    o.fillMemory === true
+      ? memoryShares(
+          models,
+          workers.reduce((n, w) => n + w.capacityBytes * (1 - headroom), 0),
+          workers.length,
+          min,
+        )
+      : undefined;
 
   // A drained replica has nothing queued left: it can go.
   for (const m of models) {
@@ -153,40 +150,6 @@ export function planAutoscale(
     }
   }
   return actions;
-}
-
-/**
- * Replicas per model when the fleet's memory, less what the minimum replicas take, is divided
- * in proportion to arrival rates: whole replicas by the largest remainders, at most one per
- * accelerator.
- */
-function memoryShares(
-  models: readonly AutoscaleModel[],
-  workers: readonly AutoscaleWorker[],
-  min: number,
-  headroom: number,
-): Map<string, number> {
-  const usable = workers.reduce((n, w) => n + w.capacityBytes * (1 - headroom), 0);
-  let spare = usable - models.reduce((n, m) => n + min * m.bytes, 0);
-  const total = models.reduce((n, m) => n + m.rate, 0);
-  const shares = new Map(models.map((m) => [m.model, min]));
-  if (total <= 0 || spare <= 0) return shares;
-  const exact = models.map((m) => ({ m, extra: ((m.rate / total) * spare) / m.bytes }));
-  for (const { m, extra } of exact) {
-    const whole = Math.min(Math.floor(extra), workers.length - min);
-    shares.set(m.model, min + whole);
-    spare -= whole * m.bytes;
-  }
-  const byRemainder = exact.sort(
-    (a, b) => (b.extra % 1) - (a.extra % 1) || a.m.model.localeCompare(b.m.model),
-  );
-  for (const { m } of byRemainder) {
-    const now = shares.get(m.model) ?? min;
-    if (m.rate <= 0 || m.bytes > spare || now >= workers.length) continue;
-    shares.set(m.model, now + 1);
-    spare -= m.bytes;
-  }
-  return shares;
 }
 
 /** Everything queued for a model: at its replicas and held at the router. */

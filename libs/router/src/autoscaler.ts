@@ -13,13 +13,13 @@ import {
   decodeHeartbeat,
   encodeControl,
   heartbeatSubject,
+  Recommendations,
   type ControlReply,
   type Heartbeat,
 } from "@shoal/residency";
 import type { Logger } from "@shoal/telemetry";
 import {
   planAutoscale,
-  Recommendations,
   type AutoscaleAction,
   type AutoscalePolicyOptions,
   type ReplicaPhase,

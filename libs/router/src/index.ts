@@ -11,6 +11,6 @@ export type {
   AutoscaleWorker,
   ReplicaPhase,
 } from "./autoscale-policy.js";
-export { planAutoscale, Recommendations } from "./autoscale-policy.js";
+export { planAutoscale } from "./autoscale-policy.js";
 export type { AutoscalerOptions, Membership } from "./autoscaler.js";
 export { Autoscaler } from "./autoscaler.js";

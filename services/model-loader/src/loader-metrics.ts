@@ -10,7 +10,7 @@ export type LoaderLoadOutcome =
   | "worker_busy";
 
 /** Why the loader unloaded a copy: to make room for another model, or an idle extra copy. */
-export type LoaderUnloadReason = "evicted" | "idle_copy";
+export type LoaderUnloadReason = "evicted" | "idle_copy" | "over_share";
 
 /** What the loader's state is, read when scraped. */
 export interface LoaderState {
@@ -42,7 +42,7 @@ export class LoaderMetrics {
     });
     this.#unloads = new Counter({
       name: "shoal_loader_unloads_total",
-      help: "Copies the loader unloaded, by why (evicted to make room, idle_copy).",
+      help: "Copies the loader unloaded, by why (evicted to make room, idle_copy, over_share).",
       labelNames: ["model", "reason"],
       registers,
     });

@@ -31,6 +31,7 @@ try {
       idleDropMs: envInt(env, "SHOAL_IDLE_DROP_MS"),
       replicateAbovePending: envInt(env, "SHOAL_REPLICATE_ABOVE_PENDING"),
       spareCopies: envInt(env, "SHOAL_SPARE_COPIES"),
+      spareWindowMs: envInt(env, "SHOAL_SPARE_WINDOW_MS"),
       headroomBytes: envInt(env, "SHOAL_HEADROOM_BYTES"),
       headroomFraction: envPercent(env, "SHOAL_HEADROOM_PERCENT"),
     },

@@ -16,7 +16,9 @@ import {
   decodeControlReply,
   encodeControl,
   LoadFailures,
+  memoryShares,
   planResidency,
+  Recommendations,
   type ChurnReport,
   type CompiledResidencyPolicyOptions,
   type ControlReply,
@@ -67,6 +69,9 @@ const UNKNOWN_MODEL_BYTES = 512 * 1024 ** 2;
 /** Load time assumed before one is measured. */
 const UNKNOWN_LOAD_MS = 2000;
 
+/** The metric's name for each reason the policy unloads a copy. */
+const UNLOAD_REASONS = { "idle-copy": "idle_copy", "over-share": "over_share" } as const;
+
 /** How long a want counts as pending work: a client's retries are seconds apart. */
 const WANT_MS = 30_000;
 
@@ -78,6 +83,7 @@ const WANT_MS = 30_000;
 export class ModelLoader {
   readonly #d: ModelLoaderDeps;
   readonly #meter = new DemandMeter();
+  readonly #shareWindow = new Recommendations();
   readonly #failures = new LoadFailures();
   readonly #churn = new ChurnCounter();
   /** Sizes and load times measured by sidecars, by model key: they replace catalog estimates. */
@@ -137,9 +143,10 @@ export class ModelLoader {
         else queued.set(model, Math.max(1, queued.get(model) ?? 0));
       }
       this.#meter.sample(keys, queued, this.#d.registry.itemsByModel(), now);
+      const shares = this.#d.policy.spareCopies === 1 ? this.#shares(now) : undefined;
       const snapshot = {
         nowMs: now,
-        models: this.#d.catalog.models.map((m) => this.#demandOf(m, now)),
+        models: this.#d.catalog.models.map((m) => this.#demandOf(m, now, shares?.get(m.key))),
         workers: this.#d.registry.memory(),
       };
       for (const action of planResidency(snapshot, this.#d.policy)) this.#start(action);
@@ -179,7 +186,40 @@ export class ModelLoader {
     return counts;
   }
 
-  #demandOf(m: ModelEntry, now: number): ModelDemand {
+  /**
+   * Spare copies each model's demand is worth: the node's memory shared by arrival rate (at
+   * least what its queue asks for), held at its highest for `spareWindowMs`, so a copy is not
+   * dropped in a lull between bursts.
+   */
+  #shares(now: number): Map<string, number> {
+    const p = this.#d.policy;
+    const workers = this.#d.registry.memory();
+    const usable = workers.reduce(
+      (n, w) =>
+        n + w.capacityBytes - Math.max(p.headroomBytes, p.headroomFraction * w.capacityBytes),
+      0,
+    );
+    const models = this.#d.catalog.models.map((m) => ({
+      model: m.key,
+      bytes: this.#bytesOf(m),
+      rate: this.#meter.get(m.key).ratePerS,
+    }));
+    const shares = new Map<string, number>();
+    for (const [model, share] of memoryShares(models, usable, workers.length, 1)) {
+      const queued = Math.ceil(this.#meter.get(model).pending / p.replicateAbovePending);
+      shares.set(
+        model,
+        this.#shareWindow.stabilized(model, Math.max(share, queued), now, p.spareWindowMs),
+      );
+    }
+    return shares;
+  }
+
+  #bytesOf(m: ModelEntry): number {
+    return this.#learnedBytes.get(m.key) ?? expectedBytes(m);
+  }
+
+  #demandOf(m: ModelEntry, now: number, shareCopies: number | undefined): ModelDemand {
     const measured = this.#meter.get(m.key);
     const hasCopy = this.#d.registry.all().some((w) => w.replicas.get(m.key)?.state === "resident");
     if (measured.pending > 0 && !hasCopy) {
@@ -193,13 +233,14 @@ export class ModelLoader {
       model: m.key,
       pinned: m.pinned,
       copies: m.serving?.replicas,
-      bytes: this.#learnedBytes.get(m.key) ?? expectedBytes(m),
+      bytes: this.#bytesOf(m),
       loadMs: this.#learnedLoadMs.get(m.key) ?? UNKNOWN_LOAD_MS,
       pending: measured.pending,
       ratePerS: measured.ratePerS,
       lastDemandAt: measured.lastDemandAt,
       waitingSince: this.#waitingSince.get(m.key),
       blocked: this.#blockedUntil.has(m.key),
+      ...(shareCopies === undefined ? {} : { shareCopies }),
     };
   }
 
@@ -227,7 +268,7 @@ export class ModelLoader {
             if (outcome !== undefined) this.#d.metrics?.loaded(entry.key, action.reason, outcome);
             endSpan(span, outcome ?? "not_begun", outcome === "ok");
           })
-        : this.#unload(entry, action.worker, "idle_copy", ctx).then(() => {
+        : this.#unload(entry, action.worker, UNLOAD_REASONS[action.reason], ctx).then(() => {
             endSpan(span, "done", true);
           });
     const running: Promise<void> = run

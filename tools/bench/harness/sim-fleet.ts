@@ -202,6 +202,8 @@ export async function startSimFleet(options: FleetOptions): Promise<FleetHarness
           SHOAL_NODE_ID: NODE,
           SHOAL_REPLICATE_ABOVE_PENDING: String(options.dynamic.replicateAbovePending),
           SHOAL_SPARE_COPIES: "1",
+          // The same window the router's autoscaler holds a scale-down for.
+          SHOAL_SPARE_WINDOW_MS: String(options.dynamic.autoscale.scaleDownWindowMs),
           SHOAL_LOADER_PORT: String(await freePort()),
           SHOAL_METRICS_PORT: String(loaderMetricsPort),
           LOG_LEVEL: "info",
