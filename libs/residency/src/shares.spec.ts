@@ -4,8 +4,9 @@ import { memoryShares, Recommendations } from "./shares.js";
 const GB = 1e9;
 
 describe("memoryShares", () => {
-  it("divides the memory left after the minimum by arrival rate, by largest remainders", () => {
-    // 20 GB, 2 GB models, one copy each: 14 GB spare = 7 copies, 3 : 1 : 0 → 5.25 and 1.75.
+  it("divides the memory left after the minimum by arrival rate, in rounded copies", () => {
+    // 20 GB, 2 GB models, one copy each: 14 GB spare = 7 copies, 3 : 1 : 0 → 5.25 and 1.75,
+    // rounded to 5 and 2.
     const shares = memoryShares(
       [
         { model: "a", bytes: 2 * GB, rate: 3 },
@@ -17,6 +18,17 @@ describe("memoryShares", () => {
       1,
     );
     expect(Object.fromEntries(shares)).toEqual({ a: 6, b: 3, c: 1 });
+    // A sliver of demand does not earn a copy because memory is left over.
+    const sliver = memoryShares(
+      [
+        { model: "a", bytes: 2 * GB, rate: 100 },
+        { model: "b", bytes: 2 * GB, rate: 1 },
+      ],
+      20 * GB,
+      3,
+      1,
+    );
+    expect(Object.fromEntries(sliver)).toEqual({ a: 3, b: 1 });
   });
 
   it("gives at most one copy per accelerator and the minimum without any demand", () => {

@@ -14,7 +14,8 @@ export interface ShareModel {
 /**
  * Copies per model when `usableBytes` (the memory of `workers` accelerators, less headroom),
  * less the `min` copies every model keeps, is divided in proportion to arrival rates: whole
- * copies by the largest remainders, at most one per accelerator.
+ * copies, rounded (the largest remainders first while memory lasts), at most one per
+ * accelerator.
  */
 export function memoryShares(
   models: readonly ShareModel[],
@@ -35,9 +36,11 @@ export function memoryShares(
   const byRemainder = exact.sort(
     (a, b) => (b.extra % 1) - (a.extra % 1) || a.m.model.localeCompare(b.m.model),
   );
-  for (const { m } of byRemainder) {
+  for (const { m, extra } of byRemainder) {
     const now = shares.get(m.model) ?? min;
-    if (m.rate <= 0 || m.bytes > spare || now >= workers) continue;
+    // Rounded, not handed out to the last byte: a model with a sliver of demand holding a
+    // copy only because memory was left over can stand where a busy model's copy must go.
+    if (extra % 1 < 0.5 || m.bytes > spare || now >= workers) continue;
     shares.set(m.model, now + 1);
     spare -= m.bytes;
   }
