@@ -16,7 +16,7 @@ import {
 import { createLogger } from "@shoal/telemetry";
 import { startNatsServer, type NatsServerHandle } from "@shoal/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { run, type RunningRouter } from "../src/run.js";
+import { run, type RouterServiceOptions, type RunningRouter } from "../src/run.js";
 
 /**
  * The router's replica autoscaler against a real nats-server, with two stand-in accelerators
@@ -70,20 +70,25 @@ beforeAll(async () => {
     }
   };
   beats = setInterval(beat, 100);
-  router = await run({
+  router = await startRouter({
+    node: "node-a",
+    models: new Map([["m", 2 * GB]]),
+    policy: { targetLagPerReplica: 4, minReplicas: 0, scaleDownWindowMs: 500 },
+    syncMs: 100,
+  });
+});
+
+/** The router with an autoscaler over the two stand-in accelerators. */
+function startRouter(autoscale: RouterServiceOptions["autoscale"]): Promise<RunningRouter> {
+  return run({
     natsServers: nats.url,
     policy: "least-outstanding",
     refreshMs: 5,
     workers: new Map(),
-    autoscale: {
-      node: "node-a",
-      models: new Map([["m", 2 * GB]]),
-      policy: { targetLagPerReplica: 4, minReplicas: 0, scaleDownWindowMs: 500 },
-      syncMs: 100,
-    },
+    autoscale,
     logger: createLogger({ service: "autoscaler-test", level: "warn" }),
   });
-});
+}
 
 afterAll(async () => {
   clearInterval(beats);
@@ -132,23 +137,16 @@ it("loads a replica for held work, adds one as lag grows, and drains and unloads
 it("with fillMemory, gives a model with arrivals but little lag the memory an idle one leaves", async () => {
   await router.stop();
   told.length = 0;
-  router = await run({
-    natsServers: nats.url,
-    policy: "least-outstanding",
-    refreshMs: 5,
-    workers: new Map(),
-    autoscale: {
-      node: "node-a",
-      models: new Map([
-        ["m", 2 * GB],
-        ["n", 2 * GB],
-      ]),
-      // A target no lag here reaches: only the arrival rate can add a replica.
-      policy: { targetLagPerReplica: 100, scaleDownWindowMs: 60_000, fillMemory: true },
-      syncMs: 100,
-      demandWindowMs: 2000,
-    },
-    logger: createLogger({ service: "autoscaler-test", level: "warn" }),
+  router = await startRouter({
+    node: "node-a",
+    models: new Map([
+      ["m", 2 * GB],
+      ["n", 2 * GB],
+    ]),
+    // A target no lag here reaches: only the arrival rate can add a replica.
+    policy: { targetLagPerReplica: 100, scaleDownWindowMs: 60_000, fillMemory: true },
+    syncMs: 100,
+    demandWindowMs: 2000,
   });
   // The minimum first: one replica each, on different accelerators (most free memory).
   await until(() => told.length === 2);
