@@ -14,7 +14,7 @@ export type {
 } from "./snapshot.js";
 export { demand, keepValue, loadNeed, recency } from "./value.js";
 export type { LoadReason, ResidencyAction } from "./plan.js";
-export { planResidency } from "./plan.js";
+export { planResidency, usableBytes } from "./plan.js";
 export type { ShareModel } from "./shares.js";
 export { memoryShares, Recommendations } from "./shares.js";
 export type { LoadFailureKind, LoadVerdict } from "./load-outcome.js";

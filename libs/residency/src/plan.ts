@@ -218,11 +218,15 @@ function keptCopies(m: ModelDemand): number {
   return m.pinned ? Math.max(1, m.copies ?? 1) : 0;
 }
 
+/** What of a worker's memory placement may plan into: its capacity less the headroom. */
+export function usableBytes(capacityBytes: number, o: CompiledResidencyPolicyOptions): number {
+  return capacityBytes - Math.max(o.headroomBytes, o.headroomFraction * capacityBytes);
+}
+
 function toSlot(w: WorkerMemory, o: CompiledResidencyPolicyOptions): Slot {
-  const headroom = Math.max(o.headroomBytes, o.headroomFraction * w.capacityBytes);
   return {
     worker: w.worker,
-    usableBytes: w.capacityBytes - headroom,
+    usableBytes: usableBytes(w.capacityBytes, o),
     replicas: [...w.replicas],
     busy: w.replicas.some((r) => r.state !== "resident"),
   };

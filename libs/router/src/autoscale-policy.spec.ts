@@ -123,7 +123,7 @@ describe("planAutoscale with fillMemory", () => {
 
   it("shares the memory the minimum leaves by arrival rate, at most one replica per accelerator", () => {
     // 8 × 4 GB, 2 GB models, one replica each: 26 GB spare = 13 replicas, 3 : 2 : 0.
-    // a: 7.8 → 7 more (capped at one per accelerator); b: 5.2 → 5, plus the remainder → 6.
+    // a: 7.8 → 7 more (capped at one per accelerator); b: 5.2 → 5 more.
     const workers = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"].map((w, i) =>
       worker(w, i < 3 ? 2 : 0, 4),
     );

@@ -19,12 +19,14 @@ import {
   memoryShares,
   planResidency,
   Recommendations,
+  usableBytes,
   type ChurnReport,
   type CompiledResidencyPolicyOptions,
   type ControlReply,
   type ModelDemand,
   type ModelState,
   type ResidencyAction,
+  type WorkerMemory,
 } from "@shoal/residency";
 import { injectContext, natsHeaderCarrier, type Logger } from "@shoal/telemetry";
 import { DemandMeter } from "./demand-meter.js";
@@ -143,11 +145,12 @@ export class ModelLoader {
         else queued.set(model, Math.max(1, queued.get(model) ?? 0));
       }
       this.#meter.sample(keys, queued, this.#d.registry.itemsByModel(), now);
-      const shares = this.#d.policy.spareCopies === 1 ? this.#shares(now) : undefined;
+      const workers = this.#d.registry.memory();
+      const shares = this.#d.policy.spareCopies === 1 ? this.#shares(workers, now) : undefined;
       const snapshot = {
         nowMs: now,
         models: this.#d.catalog.models.map((m) => this.#demandOf(m, now, shares?.get(m.key))),
-        workers: this.#d.registry.memory(),
+        workers,
       };
       for (const action of planResidency(snapshot, this.#d.policy)) this.#start(action);
       this.#d.metrics?.round("ok");
@@ -191,14 +194,9 @@ export class ModelLoader {
    * least what its queue asks for), held at its highest for `spareWindowMs`, so a copy is not
    * dropped in a lull between bursts.
    */
-  #shares(now: number): Map<string, number> {
+  #shares(workers: readonly WorkerMemory[], now: number): Map<string, number> {
     const p = this.#d.policy;
-    const workers = this.#d.registry.memory();
-    const usable = workers.reduce(
-      (n, w) =>
-        n + w.capacityBytes - Math.max(p.headroomBytes, p.headroomFraction * w.capacityBytes),
-      0,
-    );
+    const usable = workers.reduce((n, w) => n + usableBytes(w.capacityBytes, p), 0);
     const models = this.#d.catalog.models.map((m) => ({
       model: m.key,
       bytes: this.#bytesOf(m),
